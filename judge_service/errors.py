@@ -1,0 +1,66 @@
+"""The service's one exception tree. api/errors.py maps it to HTTP; nothing else does.
+
+    JudgeServiceError                  code            HTTP
+    ├── InvalidGroupError              invalid_group   422  the request is well-formed JSON but unusable
+    │   └── PromptTooLongError         prompt_too_long 422  the rendered group exceeds the judge's context
+    ├── NotFoundError                  not_found       404
+    ├── OverloadedError                overloaded      429  admission queue full (carries retry_after_s)
+    ├── NotReadyError                  not_ready       503  the engine is still loading or has shut down
+    └── JudgeBackendError              judge_unavailable 502  the judge could not produce any output
+        └── JudgeTimeoutError          judge_timeout   504  the group's deadline passed
+
+Malformed judge *output* is not an exception: the parser returns typed per-answer failures, and the
+service turns exhausted retries into unscored answers (never a score of 0).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class JudgeServiceError(Exception):
+    code = "internal"
+    http_status = 500
+
+    def __init__(self, message: str, *, details: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details or {}
+
+
+class InvalidGroupError(JudgeServiceError):
+    code = "invalid_group"
+    http_status = 422
+
+
+class PromptTooLongError(InvalidGroupError):
+    code = "prompt_too_long"
+
+
+class NotFoundError(JudgeServiceError):
+    code = "not_found"
+    http_status = 404
+
+
+class OverloadedError(JudgeServiceError):
+    code = "overloaded"
+    http_status = 429
+
+    def __init__(self, message: str, *, retry_after_s: int = 1, details: dict[str, Any] | None = None) -> None:
+        super().__init__(message, details=details)
+        self.retry_after_s = retry_after_s
+
+
+class NotReadyError(JudgeServiceError):
+    code = "not_ready"
+    http_status = 503
+
+
+class JudgeBackendError(JudgeServiceError):
+    code = "judge_unavailable"
+    http_status = 502
+
+
+class JudgeTimeoutError(JudgeBackendError):
+    code = "judge_timeout"
+    http_status = 504

@@ -1,0 +1,170 @@
+"""Wire models: what callers send and receive. Strict (unknown fields are refused) and bounded."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+ANSWER_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,63}$"
+CRITERION_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,31}$"
+MAX_ANSWERS = 64
+MAX_TEXT_CHARS = 20_000
+
+
+class StrictModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# --------------------------------------------------------------------------- requests
+
+
+class ChatMessage(StrictModel):
+    role: Literal["system", "user", "assistant"]
+    content: str = Field(max_length=MAX_TEXT_CHARS)
+
+
+class Answer(StrictModel):
+    id: str = Field(
+        pattern=ANSWER_ID_PATTERN,
+        description="Caller-given id, unique in the group: 1-64 of letters, digits, '_', '.', ':', '-'.",
+    )
+    text: str = Field(max_length=MAX_TEXT_CHARS, description="The policy model's answer, verbatim.")
+
+
+class Criterion(StrictModel):
+    name: str = Field(pattern=CRITERION_NAME_PATTERN, description="Lower-case identifier, e.g. 'correctness'.")
+    description: str = Field(min_length=1, max_length=500)
+    mark_1: str = Field(min_length=1, max_length=300, description="What a mark of 1 means.")
+    mark_5: str = Field(min_length=1, max_length=300, description="What a mark of 5 means.")
+    weight: float = Field(default=1.0, gt=0, le=100, description="Weight in the answer's overall score.")
+
+
+class GraderTerm(StrictModel):
+    grader: str = Field(min_length=1, max_length=64, description="Name of a registered single grader.")
+    weight: float = Field(gt=0, le=100, description="Not normalized: the blend is the plain weighted sum.")
+
+
+class RuleOptions(StrictModel):
+    """Options read by the rule-based graders; each grader documents which ones it uses."""
+
+    case_sensitive: bool = False
+    normalize_whitespace: bool = True
+    unicode_normalization: Literal["NFC", "NFKC", "none"] = "NFKC"
+    json_schema: dict[str, Any] | None = Field(default=None, description="For 'json': validate against it.")
+    labels: list[str] | None = Field(default=None, max_length=256, description="For 'label': allowed labels.")
+
+
+class JudgeRequest(StrictModel):
+    conversation: list[ChatMessage] = Field(min_length=1, max_length=64)
+    reference: str = Field(max_length=MAX_TEXT_CHARS, description="The reference reply to compare with.")
+    answers: list[Answer] = Field(min_length=1, max_length=MAX_ANSWERS)
+    criteria: list[Criterion] | None = Field(
+        default=None, min_length=1, max_length=8, description="Default: correctness, helpfulness, tone, format."
+    )
+    grader: str = Field(default="judge", min_length=1, max_length=64)
+    terms: list[GraderTerm] | None = Field(
+        default=None, min_length=1, max_length=8, description="Weighted custom blend; overrides `grader`."
+    )
+    options: RuleOptions = Field(default_factory=RuleOptions)
+    run_id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$")
+    step: int | None = Field(default=None, ge=0)
+    group_key: str | None = Field(default=None, max_length=256)
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> JudgeRequest:
+        _refuse_duplicates("answer id", [a.id for a in self.answers])
+        if self.criteria is not None:
+            _refuse_duplicates("criterion name", [c.name for c in self.criteria])
+        return self
+
+
+def _refuse_duplicates(what: str, values: list[str]) -> None:
+    seen: set[str] = set()
+    dupes = sorted({v for v in values if v in seen or seen.add(v)})  # type: ignore[func-returns-value]
+    if dupes:
+        raise ValueError(f"each {what} must be unique; repeated: {', '.join(dupes)}")
+
+
+# --------------------------------------------------------------------------- responses
+
+
+class CriterionMark(StrictModel):
+    mark: int = Field(ge=1, le=5)
+    score: float = Field(ge=0, le=1, description="(mark - 1) / 4")
+    reason: str
+
+
+class TermScore(StrictModel):
+    grader: str
+    weight: float
+    score: float | None = Field(description="null when the term did not apply or failed")
+    explanation: str
+
+
+AnswerStatus = Literal["scored", "unscored"]
+GroupStatus = Literal["ok", "partial", "failed"]
+
+
+class AnswerResult(StrictModel):
+    id: str
+    status: AnswerStatus
+    score: float | None = Field(description="Overall 0-1; null when unscored (never 0 for a failure).")
+    criteria: dict[str, CriterionMark] | None = None
+    terms: list[TermScore] | None = None
+    explanation: str | None = None
+    error: str | None = Field(default=None, description="Why the answer is unscored.")
+
+
+class Usage(StrictModel):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    judge_calls: int = 0
+
+
+class Timings(StrictModel):
+    queue_ms: float = 0.0
+    judge_ms: float = 0.0
+    total_ms: float = 0.0
+
+
+class JudgeResponse(StrictModel):
+    judgement_id: str
+    created_at: datetime
+    status: GroupStatus
+    grader: str
+    judge_model: str | None
+    prompt_version: str | None
+    run_id: str | None
+    step: int | None
+    group_key: str | None
+    answers: list[AnswerResult]
+    usage: Usage
+    timings: Timings
+    attempts: int = Field(description="Judge calls made for this group (1 + retries).")
+
+
+class StoredJudgement(JudgeResponse):
+    """What GET /v1/judgements/{id} returns: the result plus what produced it."""
+
+    request: JudgeRequest
+    raw_outputs: list[str] = Field(description="The judge's raw text, one entry per attempt.")
+
+
+class JudgementPage(StrictModel):
+    items: list[JudgeResponse]
+    next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last.")
+
+
+class ErrorBody(StrictModel):
+    code: str
+    message: str
+    details: dict[str, Any] | list[Any] | None = None
+
+
+class ErrorResponse(StrictModel):
+    error: ErrorBody
+
+
+PositiveLimit = Annotated[int, Field(ge=1, le=500)]
