@@ -1,0 +1,31 @@
+# The two commands a fresh machine needs: `make serve` and `make test`. Both install first.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: install serve test test-unit test-engine lint bench-rules
+
+$(STAMP): pyproject.toml scripts/install.sh
+	bash scripts/install.sh $(VENV)
+	touch $(STAMP)
+
+install: $(STAMP)
+
+serve: install
+	$(PY) -m judge_service serve
+
+lint: install
+	$(VENV)/bin/ruff check judge_service tests benchmarks
+	$(VENV)/bin/ruff format --check judge_service tests benchmarks
+	$(VENV)/bin/mypy
+
+# Both tiers: fast unit/API/backend tests, then the engine tier on the real vLLM engine.
+test: lint
+	$(PY) -m pytest -m "not engine" -q
+	$(PY) -m pytest -m engine -q -p no:randomly
+
+test-unit: install
+	$(PY) -m pytest -m "not engine" -q
+
+test-engine: install
+	$(PY) -m pytest -m engine -q

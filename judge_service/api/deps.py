@@ -1,0 +1,24 @@
+"""Typed access to the objects app.py builds (kept on app.state; no module-level singletons)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from judge_service.metrics import JudgeMetrics
+from judge_service.service import JudgeService
+
+
+def _service(request: Request) -> JudgeService:
+    service: JudgeService = request.app.state.service
+    return service
+
+
+def _metrics(request: Request) -> JudgeMetrics:
+    metrics: JudgeMetrics = request.app.state.metrics
+    return metrics
+
+
+ServiceDep = Annotated[JudgeService, Depends(_service)]
+MetricsDep = Annotated[JudgeMetrics, Depends(_metrics)]

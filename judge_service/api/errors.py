@@ -1,0 +1,59 @@
+"""The one mapping from exceptions to HTTP responses. Every error body is an ErrorResponse."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from judge_service.errors import JudgeServiceError, OverloadedError
+
+log = logging.getLogger(__name__)
+
+
+def error_response(status: int, code: str, message: str, details: Any = None, headers: Any = None) -> JSONResponse:
+    body = {"error": {"code": code, "message": message, "details": details}}
+    return JSONResponse(status_code=status, content=body, headers=headers)
+
+
+def _location(loc: tuple[Any, ...]) -> str:
+    parts = [str(p) for p in loc if p not in ("body",)]
+    return ".".join(parts) or "body"
+
+
+async def _service_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, JudgeServiceError)
+    headers = {"Retry-After": str(exc.retry_after_s)} if isinstance(exc, OverloadedError) else None
+    return error_response(exc.http_status, exc.code, exc.message, exc.details or None, headers)
+
+
+async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    problems = [
+        {"field": _location(tuple(err.get("loc", ()))), "problem": err.get("msg", "invalid")}
+        for err in exc.errors()
+    ]
+    summary = "; ".join(f"{p['field']}: {p['problem']}" for p in problems[:5])
+    return error_response(422, "invalid_request", f"the request is invalid: {summary}", problems)
+
+
+async def _http_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    code = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}.get(exc.status_code, "http_error")
+    return error_response(exc.status_code, code, str(exc.detail), headers=getattr(exc, "headers", None))
+
+
+async def _unexpected_error(_: Request, exc: Exception) -> JSONResponse:
+    log.exception("unexpected error", exc_info=exc)
+    return error_response(500, "internal", "internal error; the request was not judged")
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(JudgeServiceError, _service_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(Exception, _unexpected_error)

@@ -1,0 +1,40 @@
+"""Judging and judgement routes. Thin: validation is in schemas, work is in the service."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query
+
+from judge_service.api.deps import ServiceDep
+from judge_service.schemas import ErrorResponse, JudgementPage, JudgeRequest, JudgeResponse, StoredJudgement
+
+_ERRORS: dict[int | str, dict[str, object]] = {
+    code: {"model": ErrorResponse} for code in (404, 413, 422, 429, 502, 503, 504)
+}
+
+router = APIRouter(prefix="/v1", responses=_ERRORS)
+
+JudgementId = Annotated[str, Path(pattern=r"^[0-9a-f]{32}$", description="judgement_id from a judge reply")]
+RunId = Annotated[str, Path(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$")]
+
+
+@router.post("/judge", response_model=JudgeResponse, summary="Grade one group of answers")
+async def judge(request: JudgeRequest, service: ServiceDep) -> JudgeResponse:
+    return await service.grade(request)
+
+
+@router.get("/judgements/{judgement_id}", response_model=StoredJudgement, summary="One stored judgement")
+async def get_judgement(judgement_id: JudgementId, service: ServiceDep) -> StoredJudgement:
+    return await service.get(judgement_id)
+
+
+@router.get("/runs/{run_id}/judgements", response_model=JudgementPage, summary="A run's judgements, paged")
+async def list_run_judgements(
+    run_id: RunId,
+    service: ServiceDep,
+    step: Annotated[int | None, Query(ge=0)] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+    cursor: Annotated[str | None, Query(max_length=64)] = None,
+) -> JudgementPage:
+    return await service.list_run(run_id, step=step, limit=limit, cursor=cursor)

@@ -1,0 +1,101 @@
+"""create_app(settings): the only place that builds concrete objects and wires them together."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request, Response
+from starlette.middleware.base import RequestResponseEndpoint
+
+from judge_service.admission import GroupAdmission
+from judge_service.api import health, routes
+from judge_service.api.errors import install_error_handlers
+from judge_service.backends.base import JudgeBackend
+from judge_service.backends.factory import build_backend
+from judge_service.config import Settings
+from judge_service.graders.llm_judge import JudgeSettings, LLMJudge
+from judge_service.metrics import JudgeMetrics
+from judge_service.prompts import PromptRenderer
+from judge_service.service import JudgeService
+from judge_service.store.base import JudgementStore
+from judge_service.store.sqlite import SqliteJudgementStore
+
+log = logging.getLogger(__name__)
+
+
+def create_app(
+    settings: Settings | None = None,
+    *,
+    backend: JudgeBackend | None = None,
+    store: JudgementStore | None = None,
+) -> FastAPI:
+    """Build the service. `backend` and `store` replace the configured ones (tests, benchmarks)."""
+    settings = settings or Settings()
+    metrics = JudgeMetrics()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        judge_backend = backend or build_backend(settings, metrics)
+        judgement_store = store or SqliteJudgementStore(settings.resolved_db_path())
+        await judgement_store.open()
+        judge = LLMJudge(
+            judge_backend,
+            PromptRenderer(settings.resolved_prompts_dir(), settings.prompt_template),
+            metrics,
+            JudgeSettings(
+                temperature=settings.temperature,
+                reason_max_chars=settings.reason_max_chars,
+                parse_retries=settings.parse_retries,
+                deadline_s=settings.group_deadline_s,
+            ),
+        )
+        service = JudgeService(
+            judge=judge,
+            store=judgement_store,
+            metrics=metrics,
+            admission=GroupAdmission(settings.max_groups_in_flight, settings.max_groups_queued, metrics),
+        )
+        app.state.service = service
+        loading = asyncio.create_task(_load(judge_backend, service, metrics))
+        try:
+            yield
+        finally:
+            loading.cancel()
+            await judge_backend.close()
+            await judgement_store.close()
+
+    app = FastAPI(
+        title="Group-wise judge service",
+        version="0.1.0",
+        description="Grades a group of answers in one judge call (GRPO rewards) and stores every judgement.",
+        lifespan=lifespan,
+    )
+    app.state.metrics = metrics
+    app.state.settings = settings
+    install_error_handlers(app)
+    app.include_router(routes.router)
+    app.include_router(health.router)
+
+    @app.middleware("http")
+    async def count_requests(request: Request, call_next: RequestResponseEndpoint) -> Response:
+        response = await call_next(request)
+        route = request.scope.get("route")
+        endpoint = getattr(route, "path", "unmatched")
+        metrics.requests.labels(endpoint=endpoint, status=str(response.status_code)).inc()
+        return response
+
+    return app
+
+
+async def _load(backend: JudgeBackend, service: JudgeService, metrics: JudgeMetrics) -> None:
+    try:
+        await backend.start()
+    except Exception as exc:  # reported on /readyz; the process stays up for diagnosis
+        service.load_error = f"{type(exc).__name__}: {exc}"
+        log.exception("the judge backend failed to start")
+        return
+    service.judge_ready = True
+    metrics.engine_ready.set(1)

@@ -1,0 +1,45 @@
+"""Builds the configured judge backend. Heavy imports (vLLM) happen only for the backend chosen."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from judge_service.backends.base import JudgeBackend
+from judge_service.config import Settings
+from judge_service.metrics import JudgeMetrics
+
+if TYPE_CHECKING:
+    from judge_service.backends.vllm_engine import EngineOptions
+
+
+def build_backend(settings: Settings, metrics: JudgeMetrics) -> JudgeBackend:
+    if settings.backend == "fake":
+        from judge_service.backends.fake import FakeBackend
+
+        return FakeBackend(model_name=settings.served_model_name or "fake-judge")
+    if settings.backend == "openai":
+        from judge_service.backends.openai_http import OpenAIHTTPBackend
+
+        return OpenAIHTTPBackend.from_settings(
+            settings, on_retry=lambda reason: metrics.retries.labels(reason=f"http_{reason}").inc()
+        )
+    from judge_service.backends.vllm_engine import VLLMEngineBackend
+
+    return VLLMEngineBackend(_engine_options(settings))
+
+
+def _engine_options(settings: Settings) -> EngineOptions:
+    from judge_service.backends.vllm_engine import EngineOptions
+    from judge_service.default_model import DEFAULT_MODEL_NAME
+
+    return EngineOptions(
+        model=settings.model,
+        served_model_name=settings.served_model_name or settings.model or DEFAULT_MODEL_NAME,
+        home_dir=settings.home_dir,
+        dtype=settings.dtype,
+        max_model_len=settings.max_model_len,
+        gpu_memory_utilization=settings.gpu_memory_utilization,
+        enforce_eager=settings.enforce_eager,
+        enable_prefix_caching=settings.enable_prefix_caching,
+        max_num_seqs=settings.max_num_seqs,
+    )

@@ -1,0 +1,88 @@
+"""A scripted judge: for tests of the layers above the backend and for capacity benchmarks. No model.
+
+Without a script it answers every request with valid marks for exactly the ids and criteria in the
+request's JSON schema, derived from a hash of (answer id, criterion) so results are repeatable. With a
+script it returns the scripted texts (or raises the scripted exceptions) in order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from collections import deque
+from collections.abc import Iterable
+
+from judge_service.backends.base import Generation, GenerationRequest
+
+
+class FakeBackend:
+    def __init__(
+        self,
+        *,
+        script: Iterable[str | BaseException] | None = None,
+        model_name: str = "fake-judge",
+        max_context_tokens: int | None = None,
+        latency_s: float = 0.0,
+    ) -> None:
+        self._script = deque(script) if script is not None else None
+        self._model_name = model_name
+        self._max_context = max_context_tokens
+        self._latency_s = latency_s
+        self._ready = False
+        self.requests: list[GenerationRequest] = []
+
+    @property
+    def model_name(self) -> str:
+        return self._model_name
+
+    @property
+    def max_context_tokens(self) -> int | None:
+        return self._max_context
+
+    @property
+    def ready(self) -> bool:
+        return self._ready
+
+    async def start(self) -> None:
+        self._ready = True
+
+    async def count_prompt_tokens(self, messages: list[dict[str, str]]) -> int | None:
+        return sum(len(m["content"]) for m in messages) // 4 + 8
+
+    async def generate(self, request: GenerationRequest) -> Generation:
+        self.requests.append(request)
+        if self._latency_s:
+            await asyncio.sleep(self._latency_s)
+        if self._script is not None:
+            if not self._script:
+                raise RuntimeError("FakeBackend script exhausted")
+            step = self._script.popleft()
+            if isinstance(step, BaseException):
+                raise step
+            text = step
+        else:
+            text = json.dumps(self.marks_for(request))
+        prompt_tokens = await self.count_prompt_tokens(request.messages) or 0
+        return Generation(text=text, prompt_tokens=prompt_tokens, completion_tokens=len(text) // 4)
+
+    @staticmethod
+    def marks_for(request: GenerationRequest) -> dict[str, dict[str, dict[str, object]]]:
+        if request.json_schema is None:
+            raise ValueError("the fake judge needs the request's JSON schema to know the ids")
+        ids = request.json_schema["required"]
+        result: dict[str, dict[str, dict[str, object]]] = {}
+        for answer_id in ids:
+            criteria = request.json_schema["properties"][answer_id]["required"]
+            result[answer_id] = {
+                name: {"reason": f"scripted mark for {answer_id}/{name}", "mark": _mark(answer_id, name)}
+                for name in criteria
+            }
+        return result
+
+    async def close(self) -> None:
+        self._ready = False
+
+
+def _mark(answer_id: str, criterion: str) -> int:
+    return hashlib.sha256(f"{answer_id}/{criterion}".encode()).digest()[0] % 5 + 1

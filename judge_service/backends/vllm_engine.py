@@ -1,0 +1,148 @@
+"""The in-process vLLM engine (AsyncLLM). vLLM is imported lazily: the rest of the service runs without it.
+
+Every concurrent generate() becomes one request in vLLM's continuous batch, so feeding many groups at
+once is what fills the engine. The prompt is chat-templated and tokenized here, which gives an exact
+prompt token count before anything is sent (used for the context-window check).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from judge_service.backends.base import Generation, GenerationRequest
+from judge_service.errors import JudgeBackendError, NotReadyError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    model: str | None  # None: the embedded default, prepared on first start
+    served_model_name: str
+    home_dir: Path = Path(".")
+    dtype: str = "auto"
+    max_model_len: int | None = None
+    gpu_memory_utilization: float | None = None
+    enforce_eager: bool | None = None
+    enable_prefix_caching: bool = True
+    max_num_seqs: int = 64
+    seed: int = 0
+
+
+def _on_cpu() -> bool:
+    from vllm.platforms import current_platform
+
+    return bool(current_platform.is_cpu())
+
+
+class VLLMEngineBackend:
+    def __init__(self, options: EngineOptions) -> None:
+        self._options = options
+        self._engine: Any = None
+        self._tokenizer: Any = None
+        self._max_context: int | None = None
+
+    @property
+    def model_name(self) -> str:
+        return self._options.served_model_name
+
+    @property
+    def max_context_tokens(self) -> int | None:
+        return self._max_context
+
+    @property
+    def ready(self) -> bool:
+        return self._engine is not None and not self._engine.errored
+
+    async def start(self) -> None:
+        # Both steps block for tens of seconds; threads keep /healthz answering meanwhile.
+        model = self._options.model
+        if model is None:
+            from judge_service.default_model import prepared_model_dir
+
+            model = str(await asyncio.to_thread(prepared_model_dir, self._options.home_dir))
+        self._engine = await asyncio.to_thread(self._build_engine, model)
+        self._tokenizer = self._engine.get_tokenizer()
+        self._max_context = int(self._engine.model_config.max_model_len)
+        log.info("vLLM engine ready: %s (context %d tokens)", self.model_name, self._max_context)
+
+    def _build_engine(self, model: str) -> Any:
+        from vllm.engine.arg_utils import AsyncEngineArgs
+        from vllm.v1.engine.async_llm import AsyncLLM
+
+        opts = self._options
+        cpu = _on_cpu()
+        args = AsyncEngineArgs(
+            model=model,
+            served_model_name=opts.served_model_name,
+            # float32 + eager measured fastest on small CPUs; GPUs want bf16 and CUDA graphs.
+            dtype=("float32" if cpu else "bfloat16") if opts.dtype == "auto" else opts.dtype,
+            max_model_len=opts.max_model_len,
+            # On CPU this sizes the KV cache; the default fraction is refused on small machines.
+            gpu_memory_utilization=opts.gpu_memory_utilization or (0.5 if cpu else 0.9),
+            enforce_eager=cpu if opts.enforce_eager is None else opts.enforce_eager,
+            enable_prefix_caching=opts.enable_prefix_caching,
+            max_num_seqs=opts.max_num_seqs,
+            seed=opts.seed,
+            disable_log_stats=True,
+        )
+        return AsyncLLM.from_engine_args(args)
+
+    def _prompt_token_ids(self, messages: list[dict[str, str]]) -> list[int]:
+        ids = self._tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=True)
+        # transformers 5 returns a BatchEncoding-like mapping; older versions a plain list.
+        if isinstance(ids, dict) or hasattr(ids, "keys"):
+            ids = ids["input_ids"]
+        return list(ids)
+
+    async def count_prompt_tokens(self, messages: list[dict[str, str]]) -> int | None:
+        if self._tokenizer is None:
+            raise NotReadyError("the judge engine is not loaded yet")
+        return len(self._prompt_token_ids(messages))
+
+    async def generate(self, request: GenerationRequest) -> Generation:
+        from vllm import SamplingParams
+        from vllm.sampling_params import StructuredOutputsParams
+
+        if self._engine is None:
+            raise NotReadyError("the judge engine is not loaded yet")
+        structured = (
+            StructuredOutputsParams(json=request.json_schema, disable_any_whitespace=True)
+            if request.json_schema is not None
+            else None
+        )
+        params = SamplingParams(
+            max_tokens=request.max_tokens,
+            temperature=request.temperature,
+            seed=request.seed,
+            structured_outputs=structured,
+        )
+        prompt_ids = self._prompt_token_ids(request.messages)
+        request_id = request.request_id or uuid.uuid4().hex
+        final = None
+        try:
+            async for output in self._engine.generate(
+                {"prompt_token_ids": prompt_ids}, params, request_id=request_id
+            ):
+                final = output
+        except Exception as exc:  # vLLM raises its own types (EngineDeadError, ValueError, ...)
+            raise JudgeBackendError(f"the vLLM engine failed: {type(exc).__name__}: {exc}") from exc
+        if final is None or not final.outputs:
+            raise JudgeBackendError("the vLLM engine returned no output")
+        completion = final.outputs[0]
+        return Generation(
+            text=completion.text,
+            prompt_tokens=len(prompt_ids),
+            completion_tokens=len(completion.token_ids),
+            finish_reason=completion.finish_reason,
+        )
+
+    async def close(self) -> None:
+        if self._engine is not None:
+            self._engine.shutdown()
+            self._engine = None

@@ -1,0 +1,42 @@
+"""Command line: `judge-service serve` (or `python -m judge_service serve`), `judge-service prepare-model`."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from judge_service.config import Settings
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="judge-service", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="run the HTTP service (settings from JUDGE_* variables)")
+    serve.add_argument("--host", help="overrides JUDGE_HOST")
+    serve.add_argument("--port", type=int, help="overrides JUDGE_PORT")
+    commands.add_parser("prepare-model", help="prepare the embedded default model and print its folder")
+    args = parser.parse_args(argv)
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    settings = Settings()
+    if args.command == "prepare-model":
+        from judge_service.default_model import prepared_model_dir
+
+        print(prepared_model_dir(settings.home_dir))  # noqa: T201 - the command's output
+        return 0
+    overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
+    return _serve(settings.model_copy(update=overrides))
+
+
+def _serve(settings: Settings) -> int:
+    import uvicorn
+
+    from judge_service.app import create_app
+
+    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="info")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,172 @@
+"""The judge's output contract: the JSON schema it is constrained to, and the validation of what it wrote.
+
+Shape: {"<answer id>": {"<criterion>": {"reason": "...", "mark": 1-5}, ...}, ...}. The reason comes
+before the mark so the model explains itself before committing to a number.
+
+Parsing is pure and total: it never raises on judge text. Each expected answer either gets marks for
+every criterion or a failure message; an unreadable reply fails every answer with the same message.
+Backends without constrained decoding may wrap the JSON in prose or code fences, use a list of objects
+with an "id" field, or nest it under "answers"/"judgements": all of these are accepted.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+
+
+def output_schema(answer_ids: list[str], criteria: list[str], reason_max_chars: int) -> dict[str, Any]:
+    mark = {
+        "type": "object",
+        "properties": {
+            "reason": {"type": "string", "minLength": 1, "maxLength": reason_max_chars},
+            "mark": {"type": "integer", "enum": [1, 2, 3, 4, 5]},
+        },
+        "required": ["reason", "mark"],
+        "additionalProperties": False,
+    }
+    per_answer = {
+        "type": "object",
+        "properties": {name: mark for name in criteria},
+        "required": list(criteria),
+        "additionalProperties": False,
+    }
+    return {
+        "type": "object",
+        "properties": {answer_id: per_answer for answer_id in answer_ids},
+        "required": list(answer_ids),
+        "additionalProperties": False,
+    }
+
+
+def max_output_tokens(n_answers: int, n_criteria: int, reason_max_chars: int) -> int:
+    """A bound on the tokens a complete reply needs: reasons at ~3 chars/token plus JSON structure."""
+    per_mark = reason_max_chars // 3 + 24
+    return n_answers * (n_criteria * per_mark + 16) + 32
+
+
+@dataclass(frozen=True)
+class Mark:
+    mark: int
+    reason: str
+
+
+@dataclass
+class ParsedJudgement:
+    marks: dict[str, dict[str, Mark]] = field(default_factory=dict)  # answer id -> criterion -> mark
+    failures: dict[str, str] = field(default_factory=dict)  # answer id -> why it has no marks
+    notes: list[str] = field(default_factory=list)  # problems that cost no answer (e.g. unknown ids)
+
+    @property
+    def complete(self) -> bool:
+        return not self.failures
+
+
+def parse_judgement(
+    text: str, answer_ids: list[str], criteria: list[str], reason_max_chars: int = 1000
+) -> ParsedJudgement:
+    result = ParsedJudgement()
+    try:
+        by_id = _entries_by_id(_extract_json(text), result)
+    except ValueError as exc:
+        result.failures = {answer_id: str(exc) for answer_id in answer_ids}
+        return result
+
+    expected = set(answer_ids)
+    unknown = sorted(set(by_id) - expected)
+    if unknown:
+        result.notes.append(f"ignored unknown answer ids: {', '.join(unknown[:10])}")
+    for answer_id in answer_ids:
+        entry = by_id.get(answer_id)
+        if entry is None:
+            result.failures[answer_id] = "the judge's reply has no entry for this answer"
+            continue
+        if isinstance(entry, _Duplicate):
+            result.failures[answer_id] = "the judge's reply has more than one entry for this answer"
+            continue
+        marks, problem = _marks_for(entry, criteria, reason_max_chars)
+        if problem:
+            result.failures[answer_id] = problem
+        else:
+            result.marks[answer_id] = marks
+    return result
+
+
+class _Duplicate:
+    pass
+
+
+def _extract_json(text: str) -> Any:
+    stripped = text.strip()
+    if not stripped:
+        raise ValueError("the judge's reply is empty")
+    candidates = [stripped, *(m.group(1).strip() for m in _FENCE.finditer(stripped))]
+    for candidate in candidates:
+        try:
+            return json.loads(candidate)
+        except json.JSONDecodeError:
+            pass
+    # Prose around the JSON: decode from the first brace or bracket that starts a valid value.
+    decoder = json.JSONDecoder()
+    for match in re.finditer(r"[{\[]", stripped):
+        try:
+            value, _ = decoder.raw_decode(stripped, match.start())
+            return value
+        except json.JSONDecodeError:
+            continue
+    raise ValueError(f"the judge's reply is not valid JSON (starts {stripped[:60]!r})")
+
+
+def _entries_by_id(data: Any, result: ParsedJudgement) -> dict[str, Any]:
+    if isinstance(data, dict):
+        for wrapper in ("answers", "judgements", "results"):
+            if wrapper in data and isinstance(data[wrapper], (dict, list)) and len(data) == 1:
+                data = data[wrapper]
+                break
+    if isinstance(data, dict):
+        return dict(data)
+    if isinstance(data, list):
+        by_id: dict[str, Any] = {}
+        for item in data:
+            if not isinstance(item, dict) or not isinstance(item.get("id"), str):
+                result.notes.append("ignored a list entry without a string 'id'")
+                continue
+            answer_id = item["id"]
+            entry = {k: v for k, v in item.items() if k != "id"}
+            by_id[answer_id] = _Duplicate() if answer_id in by_id else entry
+        return by_id
+    raise ValueError(f"the judge's reply is JSON but not an object or list ({type(data).__name__})")
+
+
+def _marks_for(entry: Any, criteria: list[str], reason_max_chars: int) -> tuple[dict[str, Mark], str | None]:
+    if not isinstance(entry, dict):
+        return {}, f"the entry is {type(entry).__name__}, not an object of criteria"
+    marks: dict[str, Mark] = {}
+    for name in criteria:
+        raw = entry.get(name)
+        if not isinstance(raw, dict):
+            return {}, f"criterion '{name}' is missing or not an object"
+        mark = _as_mark(raw.get("mark"))
+        if mark is None:
+            return {}, f"criterion '{name}' has mark {raw.get('mark')!r}; expected an integer 1-5"
+        reason = raw.get("reason")
+        if not isinstance(reason, str) or not reason.strip():
+            return {}, f"criterion '{name}' has no reason"
+        marks[name] = Mark(mark=mark, reason=reason.strip()[:reason_max_chars])
+    return marks, None
+
+
+def _as_mark(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int) and 1 <= value <= 5:
+        return value
+    return None

@@ -1,0 +1,137 @@
+"""Orchestration of one group: grader -> prompt -> admission -> backend -> parser -> store -> metrics."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from datetime import datetime, timezone
+
+from judge_service.admission import GroupAdmission
+from judge_service.criteria import resolve_criteria
+from judge_service.errors import JudgeServiceError, NotFoundError, NotReadyError
+from judge_service.graders.llm_judge import JudgeOutcome, LLMJudge
+from judge_service.metrics import JudgeMetrics
+from judge_service.schemas import (
+    AnswerResult,
+    Criterion,
+    CriterionMark,
+    GroupStatus,
+    JudgementPage,
+    JudgeRequest,
+    JudgeResponse,
+    StoredJudgement,
+    Timings,
+)
+from judge_service.store.base import JudgementStore
+
+
+class JudgeService:
+    def __init__(
+        self,
+        *,
+        judge: LLMJudge,
+        store: JudgementStore,
+        metrics: JudgeMetrics,
+        admission: GroupAdmission,
+    ) -> None:
+        self._judge = judge
+        self._store = store
+        self._metrics = metrics
+        self._admission = admission
+        self.judge_ready = False
+        self.load_error: str | None = None
+
+    async def grade(self, request: JudgeRequest) -> JudgeResponse:
+        started = time.perf_counter()
+        judgement_id = uuid.uuid4().hex
+        criteria = resolve_criteria(request.criteria)
+        if not self.judge_ready:
+            if self.load_error:
+                raise NotReadyError(f"the judge backend failed to start: {self.load_error}")
+            raise NotReadyError("the judge model is still loading; retry when /readyz answers 200")
+
+        generation = await self._judge.prepare(
+            conversation=request.conversation,
+            reference=request.reference,
+            answers=request.answers,
+            criteria=criteria,
+            request_id=judgement_id,
+        )
+        answer_ids = [a.id for a in request.answers]
+        queued = time.perf_counter()
+        try:
+            async with self._admission.slot():
+                admitted = time.perf_counter()
+                outcome = await self._judge.judge(generation, answer_ids, [c.name for c in criteria])
+        except JudgeServiceError as exc:
+            self._metrics.backend_errors.labels(code=exc.code).inc()
+            raise
+        answers = [_judged_answer(answer_id, outcome, criteria) for answer_id in answer_ids]
+        timings = Timings(
+            queue_ms=(admitted - queued) * 1000,
+            judge_ms=outcome.judge_ms,
+            total_ms=(time.perf_counter() - started) * 1000,
+        )
+        stored = StoredJudgement(
+            judgement_id=judgement_id,
+            created_at=datetime.now(timezone.utc),
+            status=_group_status(answers),
+            grader=request.grader,
+            judge_model=self._judge.model_name,
+            prompt_version=outcome.prompt_version,
+            run_id=request.run_id,
+            step=request.step,
+            group_key=request.group_key,
+            answers=answers,
+            usage=outcome.usage,
+            timings=timings,
+            attempts=outcome.usage.judge_calls,
+            request=request,
+            raw_outputs=outcome.raw_outputs,
+        )
+        await self._store.save(stored)
+        self._observe(stored)
+        return JudgeResponse.model_validate(stored.model_dump(exclude={"request", "raw_outputs"}))
+
+    async def get(self, judgement_id: str) -> StoredJudgement:
+        found = await self._store.get(judgement_id)
+        if found is None:
+            raise NotFoundError(f"no judgement with id {judgement_id!r}")
+        return found
+
+    async def list_run(
+        self, run_id: str, *, step: int | None, limit: int, cursor: str | None
+    ) -> JudgementPage:
+        return await self._store.list_run(run_id, step=step, limit=limit, cursor=cursor)
+
+    def _observe(self, judgement: StoredJudgement) -> None:
+        m = self._metrics
+        m.group_seconds.labels(grader=judgement.grader).observe(judgement.timings.total_ms / 1000)
+        m.answers_per_group.observe(len(judgement.answers))
+        m.groups.labels(grader=judgement.grader, status=judgement.status).inc()
+        unscored = sum(1 for a in judgement.answers if a.status == "unscored")
+        if unscored:
+            m.unscored_answers.labels(grader=judgement.grader).inc(unscored)
+
+
+def _judged_answer(answer_id: str, outcome: JudgeOutcome, criteria: list[Criterion]) -> AnswerResult:
+    marks = outcome.parsed.marks.get(answer_id)
+    if marks is None:
+        reason = outcome.parsed.failures.get(answer_id, "the judge gave no marks for this answer")
+        return AnswerResult(id=answer_id, status="unscored", score=None, error=reason)
+    per_criterion = {
+        c.name: CriterionMark(
+            mark=marks[c.name].mark, score=(marks[c.name].mark - 1) / 4, reason=marks[c.name].reason
+        )
+        for c in criteria
+    }
+    total_weight = sum(c.weight for c in criteria)
+    overall = sum(per_criterion[c.name].score * c.weight for c in criteria) / total_weight
+    return AnswerResult(id=answer_id, status="scored", score=round(overall, 6), criteria=per_criterion)
+
+
+def _group_status(answers: list[AnswerResult]) -> GroupStatus:
+    scored = sum(1 for a in answers if a.status == "scored")
+    if scored == len(answers):
+        return "ok"
+    return "partial" if scored else "failed"

