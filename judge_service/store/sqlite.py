@@ -1,0 +1,276 @@
+"""Embedded SQLite store of judgements.
+
+Every call runs on one dedicated worker thread: the event loop never blocks on disk, and the
+connection is only ever touched by the thread that created it. The connection is in autocommit
+mode with explicit transactions, WAL and synchronous=FULL, so once `save()` returns the row is
+on disk and survives the process being killed right after.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import json
+import logging
+import re
+import sqlite3
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TypeVar
+
+from judge_service.errors import InvalidGroupError
+from judge_service.schemas import JudgementPage, JudgeResponse, StoredJudgement
+
+__all__ = ["MIGRATIONS", "SqliteJudgementStore"]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+BUSY_TIMEOUT_MS = 5_000
+
+# Append-only: entry i brings the schema from user_version i to i + 1. Never edit an entry that has
+# shipped (databases in the field already ran it); add a new one instead. Plain CREATE (no IF NOT
+# EXISTS) on purpose, so an accidental re-run fails loudly instead of being silently skipped.
+MIGRATIONS: list[str] = [
+    # 1: the judgements table. AUTOINCREMENT so a rowid is never reused, even after pruning: a
+    # cursor a caller holds must never skip rows written later.
+    """
+    CREATE TABLE judgements (
+        id             INTEGER PRIMARY KEY AUTOINCREMENT,
+        judgement_id   TEXT NOT NULL UNIQUE,
+        created_at     TEXT NOT NULL,
+        run_id         TEXT,
+        step           INTEGER,
+        group_key      TEXT,
+        grader         TEXT NOT NULL,
+        judge_model    TEXT,
+        prompt_version TEXT,
+        status         TEXT NOT NULL,
+        doc            TEXT NOT NULL
+    );
+    CREATE INDEX judgements_run_step ON judgements (run_id, step, id);
+    CREATE INDEX judgements_run ON judgements (run_id, id);
+    """,
+]
+
+# Columns of a stored judgement that a page item (JudgeResponse) does not carry.
+_STORED_ONLY_KEYS = ("request", "raw_outputs")
+
+_CURSOR_RE = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
+
+
+def _encode_cursor(rowid: int) -> str:
+    return base64.urlsafe_b64encode(str(rowid).encode()).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> int:
+    """The rowid a cursor stands for; InvalidGroupError (HTTP 422) for anything we did not issue."""
+    invalid = InvalidGroupError(
+        f"cursor {cursor[:64]!r} is not valid; pass next_cursor from the previous page",
+        details={"cursor": cursor[:64]},
+    )
+    if not _CURSOR_RE.fullmatch(cursor):
+        raise invalid
+    try:
+        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("ascii")
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raise invalid from None
+    # Only the canonical form we produce: digits, no sign, no leading zero.
+    if not re.fullmatch(r"[1-9][0-9]{0,18}", text) or _encode_cursor(int(text)) != cursor:
+        raise invalid
+    return int(text)
+
+
+def _statements(script: str) -> Iterator[str]:
+    """Split a migration script into statements (sqlite3 executes one at a time).
+
+    `executescript` would do this, but it commits any open transaction first, which would break
+    running the version check and the migration as one transaction.
+    """
+    buffer = ""
+    for part in script.split(";"):
+        buffer += part + ";"
+        if sqlite3.complete_statement(buffer):
+            statement = buffer.strip()
+            buffer = ""
+            if statement.strip(";").strip():
+                yield statement
+    if buffer.strip(";").strip():
+        raise ValueError(f"incomplete SQL statement in migration: {buffer.strip()[:200]!r}")
+
+
+class SqliteJudgementStore:
+    """`JudgementStore` on a single SQLite file. Call `open()` before use and `close()` at shutdown."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="judgement-store")
+        # Only ever read or written on the worker thread.
+        self._conn: sqlite3.Connection | None = None
+        self._closed = False
+
+    # ------------------------------------------------------------------ plumbing
+
+    async def _run(self, fn: Callable[[], T]) -> T:
+        if self._closed:
+            raise RuntimeError("the judgement store is closed")
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn)
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise RuntimeError(
+                "the judgement store is closed" if self._closed else "the judgement store is not open"
+            )
+        return self._conn
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def open(self) -> None:
+        """Create or migrate the database; calling it again is a no-op."""
+        await self._run(self._open_sync)
+
+    def _open_sync(self) -> None:
+        if self._conn is not None:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # isolation_level=None: no implicit transactions; we BEGIN explicitly where needed.
+        conn = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                # Still durable with synchronous=FULL, just slower and with readers blocking writers.
+                log.warning("SQLite at %s refused WAL mode (got %r); continuing", self.path, mode)
+            conn.execute("PRAGMA synchronous = FULL")
+            self._migrate(conn)
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        known = len(MIGRATIONS)
+        while True:
+            # IMMEDIATE takes the write lock before reading the version, so two processes opening
+            # the same file at once cannot both apply the same migration.
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+                if version > known:
+                    raise RuntimeError(
+                        f"judgement database {self.path} is at schema version {version}, but this "
+                        f"build knows only up to {known}; upgrade judge-service or use another file"
+                    )
+                if version == known:
+                    conn.execute("COMMIT")
+                    return
+                for statement in _statements(MIGRATIONS[version]):
+                    conn.execute(statement)
+                conn.execute(f"PRAGMA user_version = {version + 1}")
+                conn.execute("COMMIT")
+                log.info("migrated judgement database %s to schema version %d", self.path, version + 1)
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+
+    async def close(self) -> None:
+        """Close the connection and stop the worker; later calls raise RuntimeError. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        loop = asyncio.get_running_loop()
+        try:
+            # Submitted after any call already queued, so those finish first.
+            await loop.run_in_executor(self._executor, self._close_sync)
+        finally:
+            self._executor.shutdown(wait=False)
+
+    def _close_sync(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    # ------------------------------------------------------------------ operations
+
+    async def save(self, judgement: StoredJudgement) -> None:
+        """Write one judgement and commit it durably; ValueError if its id is already stored."""
+        doc = judgement.model_dump_json()
+        row = (
+            judgement.judgement_id,
+            judgement.created_at.isoformat(),
+            judgement.run_id,
+            judgement.step,
+            judgement.group_key,
+            judgement.grader,
+            judgement.judge_model,
+            judgement.prompt_version,
+            judgement.status,
+            doc,
+        )
+
+        def insert() -> None:
+            try:
+                self._connection().execute(
+                    "INSERT INTO judgements (judgement_id, created_at, run_id, step, group_key, grader,"
+                    " judge_model, prompt_version, status, doc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    row,
+                )
+            except sqlite3.IntegrityError as exc:
+                if "judgements.judgement_id" in str(exc):
+                    raise ValueError(
+                        f"judgement {judgement.judgement_id!r} is already stored; ids must be unique"
+                    ) from exc
+                raise
+
+        await self._run(insert)
+
+    async def get(self, judgement_id: str) -> StoredJudgement | None:
+        def select() -> StoredJudgement | None:
+            found = (
+                self._connection()
+                .execute("SELECT doc FROM judgements WHERE judgement_id = ?", (judgement_id,))
+                .fetchone()
+            )
+            return None if found is None else StoredJudgement.model_validate_json(found[0])
+
+        return await self._run(select)
+
+    async def list_run(
+        self, run_id: str, *, step: int | None = None, limit: int = 100, cursor: str | None = None
+    ) -> JudgementPage:
+        """A run's judgements oldest first, `limit` per page, keyset-paginated on rowid."""
+        if limit < 1:
+            raise ValueError(f"limit must be at least 1, got {limit}")
+        after = 0 if cursor is None else _decode_cursor(cursor)
+        sql = "SELECT id, doc FROM judgements WHERE run_id = ? AND id > ?"
+        params: list[object] = [run_id, after]
+        if step is not None:
+            sql += " AND step = ?"
+            params.append(step)
+        sql += " ORDER BY id LIMIT ?"
+        params.append(limit + 1)  # one extra row tells us whether another page exists
+
+        def select() -> JudgementPage:
+            rows = self._connection().execute(sql, params).fetchall()
+            page, more = rows[:limit], len(rows) > limit
+            items = []
+            for _, doc in page:
+                data = json.loads(doc)
+                for key in _STORED_ONLY_KEYS:
+                    data.pop(key, None)
+                items.append(JudgeResponse.model_validate(data))
+            return JudgementPage(items=items, next_cursor=_encode_cursor(page[-1][0]) if more else None)
+
+        return await self._run(select)
+
+    async def count(self) -> int:
+        """How many judgements are stored (tests and health checks)."""
+
+        def select() -> int:
+            return int(self._connection().execute("SELECT count(*) FROM judgements").fetchone()[0])
+
+        return await self._run(select)
