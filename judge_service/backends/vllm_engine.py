@@ -72,6 +72,7 @@ class VLLMEngineBackend:
         log.info("vLLM engine ready: %s (context %d tokens)", self.model_name, self._max_context)
 
     def _build_engine(self, model: str) -> Any:
+        from vllm.config import StructuredOutputsConfig
         from vllm.engine.arg_utils import AsyncEngineArgs
         from vllm.v1.engine.async_llm import AsyncLLM
 
@@ -90,6 +91,8 @@ class VLLMEngineBackend:
             max_num_seqs=opts.max_num_seqs,
             seed=opts.seed,
             disable_log_stats=True,
+            # Whitespace between JSON tokens is pure cost: it can be a third of a small model's reply.
+            structured_outputs_config=StructuredOutputsConfig(backend="xgrammar", disable_any_whitespace=True),
         )
         return AsyncLLM.from_engine_args(args)
 
@@ -112,7 +115,7 @@ class VLLMEngineBackend:
         if self._engine is None:
             raise NotReadyError("the judge engine is not loaded yet")
         structured = (
-            StructuredOutputsParams(json=request.json_schema, disable_any_whitespace=True)
+            StructuredOutputsParams(json=request.json_schema)
             if request.json_schema is not None
             else None
         )
