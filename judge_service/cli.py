@@ -23,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "prepare-model":
         from judge_service.default_model import prepared_model_dir
 
-        print(prepared_model_dir(settings.home_dir))  # noqa: T201 - the command's output
+        print(prepared_model_dir(settings.home_dir))
         return 0
     overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
     return _serve(settings.model_copy(update=overrides))

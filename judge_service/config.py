@@ -23,8 +23,8 @@ class Settings(BaseSettings):
     # --- judge backend
     backend: Literal["vllm", "openai", "fake"] = Field(
         default="vllm",
-        description="'vllm': in-process engine; 'openai': an OpenAI-compatible endpoint such as `vllm serve`; "
-        "'fake': scripted judge for tests and capacity benchmarks.",
+        description="'vllm': in-process engine; 'openai': an OpenAI-compatible endpoint such as "
+        "`vllm serve`; 'fake': scripted judge for tests and capacity benchmarks.",
     )
     model: str | None = Field(
         default=None,
@@ -35,7 +35,9 @@ class Settings(BaseSettings):
         default=None, description="Name reported as judge_model and sent to the OpenAI endpoint."
     )
     home_dir: Path = Field(default_factory=_default_home, description="Cache for the prepared default model.")
-    dtype: str = Field(default="auto", description="vLLM dtype; 'auto' means float32 on CPU, bfloat16 on GPU.")
+    dtype: str = Field(
+        default="auto", description="vLLM dtype; 'auto' means float32 on CPU, bfloat16 on GPU."
+    )
     max_model_len: int | None = Field(default=None, ge=256, description="Context length (None: model's).")
     gpu_memory_utilization: float | None = Field(
         default=None, gt=0, le=1, description="vLLM memory fraction; None: 0.5 on CPU, 0.9 on GPU."

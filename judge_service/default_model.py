@@ -63,7 +63,7 @@ def _convert(gguf: Path, target: Path) -> None:
         model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
         # The weights are now de-quantized floats; without dropping the GGUF quantization config,
         # the saved config would tell loaders to expect GGUF tensors.
-        model.hf_quantizer = None
+        model.hf_quantizer = None  # type: ignore[assignment]
         if hasattr(model.config, "quantization_config"):
             del model.config.quantization_config
         model.save_pretrained(staging)

@@ -46,7 +46,9 @@ class OverloadedError(JudgeServiceError):
     code = "overloaded"
     http_status = 429
 
-    def __init__(self, message: str, *, retry_after_s: int = 1, details: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, message: str, *, retry_after_s: int = 1, details: dict[str, Any] | None = None
+    ) -> None:
         super().__init__(message, details=details)
         self.retry_after_s = retry_after_s
 

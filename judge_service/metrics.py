@@ -13,29 +13,44 @@ class JudgeMetrics:
         self.registry = registry or CollectorRegistry()
         r = self.registry
         self.requests = Counter(
-            "judge_requests_total", "HTTP requests by route and status code", ["endpoint", "status"], registry=r
+            "judge_requests_total",
+            "HTTP requests by route and status code",
+            ["endpoint", "status"],
+            registry=r,
         )
         self.group_seconds = Histogram(
-            "judge_group_seconds", "Time to grade one group, admission wait included", ["grader"],
-            buckets=_LATENCY_BUCKETS, registry=r,
+            "judge_group_seconds",
+            "Time to grade one group, admission wait included",
+            ["grader"],
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
         )
         self.answers_per_group = Histogram(
             "judge_answers_per_group", "Answers in each graded group", buckets=_GROUP_SIZE_BUCKETS, registry=r
         )
-        self.groups = Counter("judge_groups_total", "Graded groups by outcome", ["grader", "status"], registry=r)
-        self.prompt_tokens = Counter("judge_prompt_tokens_total", "Prompt tokens sent to the judge", registry=r)
+        self.groups = Counter(
+            "judge_groups_total", "Graded groups by outcome", ["grader", "status"], registry=r
+        )
+        self.prompt_tokens = Counter(
+            "judge_prompt_tokens_total", "Prompt tokens sent to the judge", registry=r
+        )
         self.completion_tokens = Counter(
             "judge_completion_tokens_total", "Completion tokens the judge produced", registry=r
         )
         self.parse_failures = Counter(
             "judge_parse_failures_total", "Judge replies with at least one invalid answer entry", registry=r
         )
-        self.retries = Counter("judge_retries_total", "Judge calls repeated, by reason", ["reason"], registry=r)
+        self.retries = Counter(
+            "judge_retries_total", "Judge calls repeated, by reason", ["reason"], registry=r
+        )
         self.unscored_answers = Counter(
             "judge_unscored_answers_total", "Answers returned without a score", ["grader"], registry=r
         )
         self.backend_errors = Counter(
-            "judge_backend_errors_total", "Groups failed by the judge backend, by error code", ["code"], registry=r
+            "judge_backend_errors_total",
+            "Groups failed by the judge backend, by error code",
+            ["code"],
+            registry=r,
         )
         self.queue_depth = Gauge("judge_queue_depth", "Groups waiting for a judge slot", registry=r)
         self.in_flight = Gauge("judge_groups_in_flight", "Groups being judged now", registry=r)

@@ -34,7 +34,9 @@ class Answer(StrictModel):
 
 
 class Criterion(StrictModel):
-    name: str = Field(pattern=CRITERION_NAME_PATTERN, description="Lower-case identifier, e.g. 'correctness'.")
+    name: str = Field(
+        pattern=CRITERION_NAME_PATTERN, description="Lower-case identifier, e.g. 'correctness'."
+    )
     description: str = Field(min_length=1, max_length=500)
     mark_1: str = Field(min_length=1, max_length=300, description="What a mark of 1 means.")
     mark_5: str = Field(min_length=1, max_length=300, description="What a mark of 5 means.")
@@ -61,7 +63,10 @@ class JudgeRequest(StrictModel):
     reference: str = Field(max_length=MAX_TEXT_CHARS, description="The reference reply to compare with.")
     answers: list[Answer] = Field(min_length=1, max_length=MAX_ANSWERS)
     criteria: list[Criterion] | None = Field(
-        default=None, min_length=1, max_length=8, description="Default: correctness, helpfulness, tone, format."
+        default=None,
+        min_length=1,
+        max_length=8,
+        description="Default: correctness, helpfulness, tone, format.",
     )
     grader: str = Field(default="judge", min_length=1, max_length=64)
     terms: list[GraderTerm] | None = Field(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from judge_service.admission import GroupAdmission
 from judge_service.criteria import resolve_criteria
@@ -74,7 +74,7 @@ class JudgeService:
         )
         stored = StoredJudgement(
             judgement_id=judgement_id,
-            created_at=datetime.now(timezone.utc),
+            created_at=datetime.now(UTC),
             status=_group_status(answers),
             grader=request.grader,
             judge_model=self._judge.model_name,

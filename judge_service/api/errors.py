@@ -15,7 +15,9 @@ from judge_service.errors import JudgeServiceError, OverloadedError
 log = logging.getLogger(__name__)
 
 
-def error_response(status: int, code: str, message: str, details: Any = None, headers: Any = None) -> JSONResponse:
+def error_response(
+    status: int, code: str, message: str, details: Any = None, headers: Any = None
+) -> JSONResponse:
     body = {"error": {"code": code, "message": message, "details": details}}
     return JSONResponse(status_code=status, content=body, headers=headers)
 

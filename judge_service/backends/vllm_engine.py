@@ -82,8 +82,8 @@ class VLLMEngineBackend:
             model=model,
             served_model_name=opts.served_model_name,
             # float32 + eager measured fastest on small CPUs; GPUs want bf16 and CUDA graphs.
-            dtype=("float32" if cpu else "bfloat16") if opts.dtype == "auto" else opts.dtype,
-            max_model_len=opts.max_model_len,
+            dtype=("float32" if cpu else "bfloat16") if opts.dtype == "auto" else opts.dtype,  # type: ignore[arg-type]
+            max_model_len=opts.max_model_len,  # type: ignore[arg-type]  # None: the model's own
             # On CPU this sizes the KV cache; the default fraction is refused on small machines.
             gpu_memory_utilization=opts.gpu_memory_utilization or (0.5 if cpu else 0.9),
             enforce_eager=cpu if opts.enforce_eager is None else opts.enforce_eager,
@@ -92,7 +92,9 @@ class VLLMEngineBackend:
             seed=opts.seed,
             disable_log_stats=True,
             # Whitespace between JSON tokens is pure cost: it can be a third of a small model's reply.
-            structured_outputs_config=StructuredOutputsConfig(backend="xgrammar", disable_any_whitespace=True),
+            structured_outputs_config=StructuredOutputsConfig(
+                backend="xgrammar", disable_any_whitespace=True
+            ),
         )
         return AsyncLLM.from_engine_args(args)
 
@@ -115,9 +117,7 @@ class VLLMEngineBackend:
         if self._engine is None:
             raise NotReadyError("the judge engine is not loaded yet")
         structured = (
-            StructuredOutputsParams(json=request.json_schema)
-            if request.json_schema is not None
-            else None
+            StructuredOutputsParams(json=request.json_schema) if request.json_schema is not None else None
         )
         params = SamplingParams(
             max_tokens=request.max_tokens,

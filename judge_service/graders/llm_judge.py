@@ -136,4 +136,3 @@ class LLMJudge:
         self._metrics.prompt_tokens.inc(outcome.usage.prompt_tokens)
         self._metrics.completion_tokens.inc(outcome.usage.completion_tokens)
         return outcome
-

@@ -61,11 +61,16 @@ def test_judgement_is_stored_and_fetched_back(client: TestClient) -> None:
 
 
 def test_run_listing_pages_and_filters_by_step(client: TestClient) -> None:
-    ids = [client.post("/v1/judge", json=group(1, run_id="run-p", step=i % 2)).json()["judgement_id"] for i in range(5)]
+    ids = [
+        client.post("/v1/judge", json=group(1, run_id="run-p", step=i % 2)).json()["judgement_id"]
+        for i in range(5)
+    ]
     client.post("/v1/judge", json=group(1, run_id="other", step=0))
     first = client.get("/v1/runs/run-p/judgements", params={"limit": 2}).json()
     assert [i["judgement_id"] for i in first["items"]] == ids[:2]
-    rest = client.get("/v1/runs/run-p/judgements", params={"limit": 10, "cursor": first["next_cursor"]}).json()
+    rest = client.get(
+        "/v1/runs/run-p/judgements", params={"limit": 10, "cursor": first["next_cursor"]}
+    ).json()
     assert [i["judgement_id"] for i in rest["items"]] == ids[2:]
     assert rest["next_cursor"] is None
     step1 = client.get("/v1/runs/run-p/judgements", params={"step": 1}).json()
@@ -136,7 +141,11 @@ def test_backend_failure_is_a_502_with_a_code(tmp_path: Path) -> None:
         wait_ready(c)
         response = c.post("/v1/judge", json=group(2))
         assert response.status_code == 502
-        assert response.json()["error"] == {"code": "judge_unavailable", "message": "endpoint down", "details": None}
+        assert response.json()["error"] == {
+            "code": "judge_unavailable",
+            "message": "endpoint down",
+            "details": None,
+        }
         assert 'judge_backend_errors_total{code="judge_unavailable"} 1.0' in c.get("/metrics").text
 
 
@@ -202,4 +211,6 @@ def test_metrics_show_requests_latency_group_size_and_tokens(client: TestClient)
 
 def test_openapi_lists_the_routes(client: TestClient) -> None:
     paths = client.get("/openapi.json").json()["paths"]
-    assert {"/v1/judge", "/v1/judgements/{judgement_id}", "/v1/runs/{run_id}/judgements", "/metrics"} <= set(paths)
+    assert {"/v1/judge", "/v1/judgements/{judgement_id}", "/v1/runs/{run_id}/judgements", "/metrics"} <= set(
+        paths
+    )

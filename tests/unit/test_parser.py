@@ -14,27 +14,20 @@ CRITERIA = ["correctness", "tone"]
 
 
 def _entry(c: int, t: int) -> dict[str, dict[str, object]]:
-    return {"correctness": {"reason": "matches the reference", "mark": c}, "tone": {"reason": "polite", "mark": t}}
+    return {
+        "correctness": {"reason": "matches the reference", "mark": c},
+        "tone": {"reason": "polite", "mark": t},
+    }
 
 
 GOOD = {"a1": _entry(5, 4), "a2": _entry(1, 3)}
 
 # A reply the default model (SmolLM2-135M under the JSON schema) actually wrote, whitespace and all.
-REAL_SMALL_MODEL_REPLY = """{
-  "a1": {
-    "correctness": 
-{
-  "reason": "2",
-  "mark": 1
-},
-"tone": 
-{
-  "reason": "polite",
-  "mark": 3
-}
-},
-"a2": {"correctness": {"reason": "wrong sum", "mark": 1}, "tone": {"reason": "ok", "mark": 2}}
-}"""
+REAL_SMALL_MODEL_REPLY = (
+    '{\n  "a1": {\n    "correctness": \n{\n  "reason": "2",\n  "mark": 1\n},\n"tone": \n'
+    '{\n  "reason": "polite",\n  "mark": 3\n}\n},\n'
+    '"a2": {"correctness": {"reason": "wrong sum", "mark": 1}, "tone": {"reason": "ok", "mark": 2}}\n}'
+)
 
 
 @pytest.mark.parametrize(
@@ -43,7 +36,12 @@ REAL_SMALL_MODEL_REPLY = """{
         ("plain object", json.dumps(GOOD), {"a1", "a2"}, set()),
         ("real small-model reply", REAL_SMALL_MODEL_REPLY, {"a1", "a2"}, set()),
         ("code fence", "```json\n" + json.dumps(GOOD) + "\n```", {"a1", "a2"}, set()),
-        ("prose around", "Here are my marks:\n" + json.dumps(GOOD) + "\nHope this helps.", {"a1", "a2"}, set()),
+        (
+            "prose around",
+            "Here are my marks:\n" + json.dumps(GOOD) + "\nHope this helps.",
+            {"a1", "a2"},
+            set(),
+        ),
         ("wrapped in answers", json.dumps({"answers": GOOD}), {"a1", "a2"}, set()),
         (
             "list with ids",
@@ -58,11 +56,23 @@ REAL_SMALL_MODEL_REPLY = """{
         ("string mark accepted", json.dumps({"a1": _entry("4", 4), "a2": _entry(1, 1)}), {"a1", "a2"}, set()),  # type: ignore[arg-type]
         ("float mark 3.5 refused", json.dumps({"a1": _entry(3.5, 4), "a2": _entry(1, 1)}), {"a2"}, {"a1"}),  # type: ignore[arg-type]
         ("bool mark refused", json.dumps({"a1": _entry(True, 4), "a2": _entry(1, 1)}), {"a2"}, {"a1"}),  # type: ignore[arg-type]
-        ("missing criterion", json.dumps({"a1": {"tone": {"reason": "x", "mark": 2}}, "a2": _entry(1, 1)}), {"a2"}, {"a1"}),
-        ("empty reason", json.dumps({"a1": {**_entry(2, 2), "tone": {"reason": " ", "mark": 2}}, "a2": _entry(1, 1)}), {"a2"}, {"a1"}),
+        (
+            "missing criterion",
+            json.dumps({"a1": {"tone": {"reason": "x", "mark": 2}}, "a2": _entry(1, 1)}),
+            {"a2"},
+            {"a1"},
+        ),
+        (
+            "empty reason",
+            json.dumps({"a1": {**_entry(2, 2), "tone": {"reason": " ", "mark": 2}}, "a2": _entry(1, 1)}),
+            {"a2"},
+            {"a1"},
+        ),
         (
             "duplicate ids in list",
-            json.dumps([{"id": "a1", **_entry(2, 2)}, {"id": "a1", **_entry(5, 5)}, {"id": "a2", **_entry(3, 3)}]),
+            json.dumps(
+                [{"id": "a1", **_entry(2, 2)}, {"id": "a1", **_entry(5, 5)}, {"id": "a2", **_entry(3, 3)}]
+            ),
             {"a2"},
             {"a1"},
         ),
@@ -107,7 +117,10 @@ def test_schema_accepts_good_and_refuses_bad_replies() -> None:
         {"a1": _entry(5, 4)},  # missing id
         {**GOOD, "a3": _entry(1, 1)},  # extra id
         {"a1": _entry(6, 4), "a2": _entry(1, 1)},  # out of range
-        {"a1": {**_entry(2, 2), "tone": {"reason": "z" * 41, "mark": 2}}, "a2": _entry(1, 1)},  # reason too long
+        {
+            "a1": {**_entry(2, 2), "tone": {"reason": "z" * 41, "mark": 2}},
+            "a2": _entry(1, 1),
+        },  # reason too long
     ]
     for reply in bad:
         with pytest.raises(jsonschema.ValidationError):

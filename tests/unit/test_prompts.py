@@ -19,7 +19,9 @@ def renderer() -> PromptRenderer:
     return PromptRenderer(PROMPTS, "judge_group")
 
 
-def _render(renderer: PromptRenderer, answers: list[Answer], reference: str = "Paris.") -> list[dict[str, str]]:
+def _render(
+    renderer: PromptRenderer, answers: list[Answer], reference: str = "Paris."
+) -> list[dict[str, str]]:
     return renderer.render(
         conversation=[ChatMessage(role="user", content="What is the capital of France?")],
         reference=reference,
