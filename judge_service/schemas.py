@@ -11,6 +11,7 @@ ANSWER_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,63}$"
 CRITERION_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,31}$"
 MAX_ANSWERS = 64
 MAX_TEXT_CHARS = 20_000
+MAX_BATCH_GROUPS = 256
 
 
 class StrictModel(BaseModel):
@@ -166,6 +167,21 @@ class ErrorBody(StrictModel):
     code: str
     message: str
     details: dict[str, Any] | list[Any] | None = None
+
+
+class BatchJudgeRequest(StrictModel):
+    groups: list[JudgeRequest] = Field(min_length=1, max_length=MAX_BATCH_GROUPS)
+
+
+class BatchItem(StrictModel):
+    """Exactly one of `judgement` and `error` is set."""
+
+    judgement: JudgeResponse | None = None
+    error: ErrorBody | None = None
+
+
+class BatchJudgeResponse(StrictModel):
+    results: list[BatchItem] = Field(description="One entry per group, in request order.")
 
 
 class ErrorResponse(StrictModel):

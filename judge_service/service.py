@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from datetime import UTC, datetime
@@ -13,8 +14,10 @@ from judge_service.graders.llm_judge import JudgeOutcome, LLMJudge
 from judge_service.metrics import JudgeMetrics
 from judge_service.schemas import (
     AnswerResult,
+    BatchItem,
     Criterion,
     CriterionMark,
+    ErrorBody,
     GroupStatus,
     JudgementPage,
     JudgeRequest,
@@ -92,6 +95,19 @@ class JudgeService:
         await self._store.save(stored)
         self._observe(stored)
         return JudgeResponse.model_validate(stored.model_dump(exclude={"request", "raw_outputs"}))
+
+    async def grade_batch(self, requests: list[JudgeRequest]) -> list[BatchItem]:
+        """All groups concurrently (the engine batches them); one group's failure fails only that group."""
+        outcomes = await asyncio.gather(*(self.grade(r) for r in requests), return_exceptions=True)
+        items = []
+        for outcome in outcomes:
+            if isinstance(outcome, JudgeResponse):
+                items.append(BatchItem(judgement=outcome))
+            elif isinstance(outcome, JudgeServiceError):
+                items.append(BatchItem(error=ErrorBody(code=outcome.code, message=outcome.message)))
+            else:
+                raise outcome
+        return items
 
     async def get(self, judgement_id: str) -> StoredJudgement:
         found = await self._store.get(judgement_id)

@@ -7,7 +7,15 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query
 
 from judge_service.api.deps import ServiceDep
-from judge_service.schemas import ErrorResponse, JudgementPage, JudgeRequest, JudgeResponse, StoredJudgement
+from judge_service.schemas import (
+    BatchJudgeRequest,
+    BatchJudgeResponse,
+    ErrorResponse,
+    JudgementPage,
+    JudgeRequest,
+    JudgeResponse,
+    StoredJudgement,
+)
 
 _ERRORS: dict[int | str, dict[str, object]] = {
     code: {"model": ErrorResponse} for code in (404, 413, 422, 429, 502, 503, 504)
@@ -22,6 +30,11 @@ RunId = Annotated[str, Path(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$")]
 @router.post("/judge", response_model=JudgeResponse, summary="Grade one group of answers")
 async def judge(request: JudgeRequest, service: ServiceDep) -> JudgeResponse:
     return await service.grade(request)
+
+
+@router.post("/judge/batch", response_model=BatchJudgeResponse, summary="Grade many groups in one request")
+async def judge_batch(request: BatchJudgeRequest, service: ServiceDep) -> BatchJudgeResponse:
+    return BatchJudgeResponse(results=await service.grade_batch(request.groups))
 
 
 @router.get("/judgements/{judgement_id}", response_model=StoredJudgement, summary="One stored judgement")

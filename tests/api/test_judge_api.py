@@ -214,3 +214,33 @@ def test_openapi_lists_the_routes(client: TestClient) -> None:
     assert {"/v1/judge", "/v1/judgements/{judgement_id}", "/v1/runs/{run_id}/judgements", "/metrics"} <= set(
         paths
     )
+
+
+def test_batch_grades_every_group_and_isolates_failures(tmp_path: Path) -> None:
+    good = json.dumps({"a0": {c: {"reason": "ok", "mark": 5} for c in CRITERIA}})
+    backend = FakeBackend(script=[good, JudgeBackendError("endpoint down"), good])
+    with make_client(tmp_path, backend, parse_retries=0) as c:
+        wait_ready(c)
+        response = c.post("/v1/judge/batch", json={"groups": [group(1, step=i) for i in range(3)]})
+        assert response.status_code == 200, response.text
+        results = response.json()["results"]
+        assert len(results) == 3
+        failed = [r for r in results if r["error"] is not None]
+        assert len(failed) == 1 and failed[0]["error"]["code"] == "judge_unavailable"
+        assert failed[0]["judgement"] is None
+        ok = [r["judgement"] for r in results if r["judgement"] is not None]
+        assert [j["answers"][0]["score"] for j in ok] == [1.0, 1.0]
+        for judgement in ok:
+            assert c.get(f"/v1/judgements/{judgement['judgement_id']}").status_code == 200
+
+
+def test_batch_keeps_request_order(client: TestClient) -> None:
+    groups = [group(1, step=i, group_key=f"g{i}") for i in range(10)]
+    results = client.post("/v1/judge/batch", json={"groups": groups}).json()["results"]
+    assert [r["judgement"]["group_key"] for r in results] == [f"g{i}" for i in range(10)]
+
+
+def test_empty_batch_is_422(client: TestClient) -> None:
+    response = client.post("/v1/judge/batch", json={"groups": []})
+    assert response.status_code == 422
+    assert "groups" in response.json()["error"]["message"]
