@@ -1,0 +1,304 @@
+"""Key-figure agreement: do the answer's numbers match the reference's?
+
+Score = mean over the reference's figures of a credit: each reference figure is matched to the answer
+figure of the same kind with the smallest relative error |a - r| / |r|; credit 1 within 1%, 0.5 within
+5%, else 0 (bounds inclusive). An answer figure may serve several reference figures. A reference
+without figures gives Grade(score=None): the grader does not apply (never 0).
+
+What counts as a figure
+  * Decimals, percentages, amounts with currency or scale words, negative numbers ("-3.5%", also
+    with the Unicode minus U+2212).
+  * Kinds: "percent" ("12%", "12 %", "12 percent", "3 pp", "25 bps" = 0.25) matches only percent;
+    everything else is a plain number. Currency symbols and codes are kept for display only, so
+    "$1,705M" matches "1,700M".
+  * Scales multiply: k/K/thousand/Tsd./Tausend 1e3; M/m/mn/million/Mio./Millionen 1e6;
+    B/b/bn/billion/Mrd./Milliarde(n) 1e9; T/tn/trillion/Bio./Billionen 1e12 (German "Billion" = 1e12
+    only in the German forms; English "billion" = 1e9). Single letters must touch the number ("5k",
+    "1,705M"); a spaced "100 m" is a plain 100 (likely metres).
+  * Bare integers 0-9 (no sign, separator, decimal, unit or scale) are not reference figures: in prose
+    they are counts and ordinals ("3 steps", "option 2"). They still count as answer candidates, so a
+    reference "3.0" matches an answer "3".
+  * A bare 4-digit integer 1900-2100 is a year: it needs an exact match (2023 is not "within 1%" of 2024).
+  * Never figures: list numbering at a line start ("1.", "2)", "(3)"), inline "(1)"/"[2]", dates
+    (2024-03-15, 15.03.2024, 3/15/24), clock times (10:30), versions (1.2.3), numbers glued to letters
+    ("Q3", "GPT-4", "COVID-19", "3D", "1st", "5kg").
+
+Separators
+  * Apostrophes (1'000'000; also U+2019) and no-break/thin spaces always group thousands; a plain space
+    groups thousands only when a decimal part or a unit follows ("1 705,3", "3 500 €") or a group
+    starts with 0 ("15 000"), so a list like "100 200 300" stays three numbers.
+  * With both '.' and ',' the last one is the decimal mark ("1,705.3" = "1.705,3" = 1705.3).
+  * One separator repeated is a thousands separator (1,000,000 / 1.000.000) when the groups have 3
+    digits; otherwise the token is not a figure (a version or a list).
+  * One separator once, followed by other than 3 digits, or after a leading 0, or after 4+ digits, is
+    the decimal mark ("2,5", "9.91", "0,705").
+  * The ambiguous case - one separator, exactly 3 digits after, 1-3 non-zero-led digits before ("1,705",
+    "1.705") - follows the text's style: the style is "decimal comma" when the unambiguous numbers of
+    the same text vote for it (decimal commas, '.'-grouped thousands, German scale words Mio./Mrd./Tsd.)
+    more than for a decimal point; ties go to the English reading (',' groups thousands, '.' is decimal).
+    Answer and reference each get their own style.
+
+The explanation pairs each reference figure with its match: "~" within 1%, "≈" within 5%, "≠" beyond,
+"missing" when the answer has no figure of that kind; it is cut to 200 characters.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Literal
+
+from judge_service.graders.base import Grade
+from judge_service.graders.text import shorten
+from judge_service.schemas import RuleOptions
+
+FigureKind = Literal["number", "percent"]
+
+FULL_CREDIT_WITHIN = 0.01
+HALF_CREDIT_WITHIN = 0.05
+# Keeps "exactly 1%" on the full-credit side despite float rounding.
+_EPSILON = 1e-9
+
+_GROUP_MARKS = "\u00a0\u202f\u2009'’"
+_SCALES = {
+    "k": 1e3, "thousand": 1e3, "thousands": 1e3, "tsd": 1e3, "tausend": 1e3,
+    "m": 1e6, "mn": 1e6, "million": 1e6, "millions": 1e6, "mio": 1e6, "millionen": 1e6,
+    "b": 1e9, "bn": 1e9, "billion": 1e9, "billions": 1e9, "mrd": 1e9, "milliarde": 1e9, "milliarden": 1e9,
+    "t": 1e12, "tn": 1e12, "trillion": 1e12, "trillions": 1e12, "bio": 1e12, "billionen": 1e12,
+}  # fmt: skip
+
+# Digit runs that are never figures, blanked before the search. The patterns begin with a line start
+# or a character class, so that the regex engine can skip ahead quickly.
+_LIST_NUMBERING = re.compile(r"^[ \t]*(?:\#+[ \t]+|[-*+•][ \t]+)?\(?\d{1,2}[.)](?=\s)", re.MULTILINE)
+_REFERENCES_DATES_TIMES = re.compile(
+    r"""
+    [(\[\d]
+    (?:
+        (?<=[(\[])\d{1,2}[)\]]                                  # (1) [2]
+      | (?<=\d)(?<!\w\d)                                       # a digit that starts a word, then
+        (?:\d{3}-\d{1,2}-\d{1,2}                                # 2024-03-15
+          | \d?[./]\d{1,2}[./]\d{2,4}                            # 15.03.2024, 3/15/24
+          | \d?:\d{2}(?::\d{2})?                                 # 10:30, 10:30:15
+        )(?!\w)
+    )
+    """,
+    re.VERBOSE,
+)
+_UNGROUP = str.maketrans("", "", _GROUP_MARKS + " ")
+
+_UNIT_AHEAD = (
+    r"\s?(?:%|[€$£¥]|(?ai:eur|usd|chf|gbp|mio|mrd|tsd|thousand|million|billion|milliard|euro|dollar))"
+)
+_FIGURE = re.compile(
+    rf"""
+    (?=[-+−$€£¥A-Z.\d])                               # cheap first-character filter, for speed
+    (?<![\w.,/])(?<![^\W\d_]-)                        # not glued to a word, number, fraction or "GPT-"
+    (?P<sign>[-+−])?
+    (?P<currency>(?:[A-Z]{{1,2}})?[$€£¥][ ]?|(?:USD|EUR|GBP|CHF|JPY)[ ]?)?
+    (?P<sign_after_currency>[-+−])?
+    (?P<body>
+        \d{{1,3}}(?:[{_GROUP_MARKS}]\d{{3}})+(?:[.,]\d+)?
+      | \d{{1,3}}(?:[ ]\d{{3}})+(?:[.,]\d+|(?={_UNIT_AHEAD}))
+      | \d{{1,3}}(?=(?:[ ]\d{{3}})*[ ]0)(?:[ ]\d{{3}})+    # "1 000 000": a group led by 0 is no number
+      | \d+(?:[.,]\d+)*
+      | \.\d+
+    )(?!\d)(?![.,]\d)                                 # the body is maximal: no backing off "1,705x"
+    (?P<exponent>[eE][-+]?\d{{1,2}})?
+    (?:
+        (?P<percent>[ \u00a0\u202f]?%|\s?(?ai:percent|per\s?cent|prozent|pct|percentage\s+points?|pp)\b)
+      | (?P<bps>\s?(?ai:bps|bp|basis\s+points?)\b)
+      | (?P<scale>
+            \s?(?ai:thousands?|tausend|millions?|millionen|billions?|milliarden?|billionen|trillions?)\b
+          | \s?(?ai:tsd|mio|mrd|bio)\b\.?
+          | \s?(?ai:bn|mn|tn)\b
+          | (?:[kKmMbB]|T)(?![^\W_])
+        )
+    )?
+    (?P<currency_after>\s?(?:[€$£¥]|(?:EUR|USD|GBP|CHF|JPY)\b|(?ai:euros?|dollars?)\b))?
+    (?![^\W_])                                        # "3D", "1st", "5kg" are not figures
+    """,
+    re.VERBOSE,
+)
+_GERMAN_SCALES = frozenset(
+    {"tsd", "tausend", "mio", "millionen", "mrd", "milliarde", "milliarden", "bio", "billionen"}
+)
+
+
+@dataclass(frozen=True)
+class Figure:
+    value: float
+    kind: FigureKind
+    text: str
+    exact: bool = False  # years must match exactly
+
+
+def extract_figures(text: str, *, include_small_integers: bool = False) -> list[Figure]:
+    """All figures in `text` (rules in the module docstring), in order of appearance."""
+    for pattern in (_LIST_NUMBERING, _REFERENCES_DATES_TIMES):
+        text = pattern.sub(_blank, text)
+    matches = [(match, match["body"].translate(_UNGROUP)) for match in _FIGURE.finditer(text)]
+    comma_decimal = _uses_decimal_comma(matches)
+    figures = []
+    for match, digits in matches:
+        figure = _to_figure(match, digits, comma_decimal, include_small_integers)
+        if figure is not None:
+            figures.append(figure)
+    return figures
+
+
+def _blank(match: re.Match[str]) -> str:
+    return " " * len(match.group(0))
+
+
+@lru_cache(maxsize=64)
+def _reference_figures(reference: str) -> tuple[Figure, ...]:
+    # A group's answers share one reference: parse it once.
+    return tuple(extract_figures(reference))
+
+
+def _to_figure(
+    match: re.Match[str], digits: str, comma_decimal: bool, include_small_integers: bool
+) -> Figure | None:
+    """`digits` is the match's body without its thousands-grouping spaces and apostrophes."""
+    magnitude = _parse_body(digits, comma_decimal and not match["exponent"])
+    if magnitude is None:
+        return None
+    bare = not (
+        match["sign"] or match["sign_after_currency"] or match["currency"] or match["currency_after"]
+    ) and not (match["exponent"] or match["percent"] or match["bps"] or match["scale"])
+    if bare and digits.isdigit():
+        if magnitude < 10 and not include_small_integers:
+            return None
+        if len(digits) == 4 and 1900 <= magnitude <= 2100:
+            return Figure(magnitude, "number", match.group(0).strip(), exact=True)
+    value = magnitude * 10.0 ** int(match["exponent"][1:]) if match["exponent"] else magnitude
+    if match["scale"]:
+        value *= _SCALES[_scale_key(match["scale"])]
+    if match["bps"]:
+        value /= 100
+    if {match["sign"], match["sign_after_currency"]} & {"-", "−"}:
+        value = -value
+    if not math.isfinite(value):  # a few hundred digits overflow a float: not a figure anyone checks
+        return None
+    kind: FigureKind = "percent" if match["percent"] or match["bps"] else "number"
+    return Figure(value, kind, match.group(0).strip())
+
+
+def _parse_body(body: str, comma_decimal: bool) -> float | None:
+    """The number an ungrouped body ("1705,3", "1,705.3") stands for; None if none (e.g. 1.2.3)."""
+    if body.startswith("."):
+        return float("0" + body)
+    separators = {c for c in body if c in ".,"}
+    if not separators:
+        return float(body)
+    if len(separators) == 2:
+        decimal = "." if body.rfind(".") > body.rfind(",") else ","
+        thousands = "," if decimal == "." else "."
+        whole, _, fraction = body.rpartition(decimal)
+        if decimal in whole or not _valid_groups(whole.split(thousands)):
+            return None
+        return float(whole.replace(thousands, "") + "." + fraction)
+    (separator,) = separators
+    parts = body.split(separator)
+    if len(parts) > 2:
+        return float("".join(parts)) if _valid_groups(parts) else None
+    whole, fraction = parts
+    if _is_ambiguous(whole, fraction) and (separator == ",") != comma_decimal:
+        return float(whole + fraction)
+    return float(whole + "." + fraction)
+
+
+def _valid_groups(groups: list[str]) -> bool:
+    return 1 <= len(groups[0]) <= 3 and all(len(group) == 3 for group in groups[1:])
+
+
+def _is_ambiguous(whole: str, fraction: str) -> bool:
+    """'1,705' or '1.705': thousands or decimal depends on the text's style."""
+    return len(fraction) == 3 and 1 <= len(whole) <= 3 and not whole.startswith("0")
+
+
+def _uses_decimal_comma(matches: Iterable[tuple[re.Match[str], str]]) -> bool:
+    """Whether the text's unambiguous figures vote for a decimal comma (see the module docstring)."""
+    votes = {",": 0, ".": 0}
+    for match, digits in matches:
+        decimal = _unambiguous_decimal_mark(digits)
+        if decimal:
+            votes[decimal] += 1
+        if match["scale"] and _scale_key(match["scale"]) in _GERMAN_SCALES:
+            votes[","] += 1
+    return votes[","] > votes["."]
+
+
+def _scale_key(scale: str) -> str:
+    return scale.strip().rstrip(".").casefold()
+
+
+def _unambiguous_decimal_mark(body: str) -> str | None:
+    if body.startswith("."):
+        return "."
+    separators = {c for c in body if c in ".,"}
+    if len(separators) == 2:
+        return "." if body.rfind(".") > body.rfind(",") else ","
+    if len(separators) != 1:
+        return None
+    (separator,) = separators
+    parts = body.split(separator)
+    if len(parts) > 2:
+        return ("," if separator == "." else ".") if _valid_groups(parts) else None
+    return None if _is_ambiguous(*parts) else separator
+
+
+def match_credit(relative_error: float) -> float:
+    if relative_error <= FULL_CREDIT_WITHIN + _EPSILON:
+        return 1.0
+    if relative_error <= HALF_CREDIT_WITHIN + _EPSILON:
+        return 0.5
+    return 0.0
+
+
+def _relative_error(answer: float, reference: float) -> float:
+    if answer == reference:
+        return 0.0
+    return abs(answer - reference) / abs(reference) if reference else math.inf
+
+
+def _closest(reference: Figure, candidates: list[Figure]) -> tuple[Figure | None, float]:
+    best: Figure | None = None
+    best_error = math.inf
+    for candidate in candidates:
+        if candidate.kind != reference.kind:
+            continue
+        error = _relative_error(candidate.value, reference.value)
+        if error < best_error:
+            best, best_error = candidate, error
+    return best, best_error
+
+
+class NumbersGrader:
+    name = "numbers"
+
+    def grade(self, answer: str, reference: str, options: RuleOptions) -> Grade:
+        wanted = _reference_figures(reference)
+        if not wanted:
+            return Grade(score=None, explanation="reference has no figures; numbers grader does not apply")
+        offered = extract_figures(answer, include_small_integers=True)
+        credits: list[float] = []
+        pairs: list[str] = []
+        for figure in wanted:
+            match, error = _closest(figure, offered)
+            credit = (1.0 if error <= _EPSILON else 0.0) if figure.exact else match_credit(error)
+            credits.append(credit)
+            pairs.append(_describe(figure, match, credit))
+        full, half = credits.count(1.0), credits.count(0.5)
+        summary = f"{full}/{len(wanted)} figures within 1%" + (f", {half} within 5%" if half else "")
+        return Grade(score=sum(credits) / len(credits), explanation=shorten(f"{summary}: {', '.join(pairs)}"))
+
+
+def _describe(figure: Figure, match: Figure | None, credit: float) -> str:
+    if match is None:
+        return f"{figure.text} missing"
+    sign = {1.0: "~", 0.5: "≈"}.get(credit, "≠")
+    return f"{figure.text}{sign}{match.text}"
