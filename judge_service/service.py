@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from judge_service.admission import GroupAdmission
 from judge_service.criteria import resolve_criteria
 from judge_service.errors import JudgeServiceError, NotFoundError, NotReadyError
+from judge_service.graders.composite import combine, plan_for, rule_grades
 from judge_service.graders.llm_judge import JudgeOutcome, LLMJudge
 from judge_service.metrics import JudgeMetrics
 from judge_service.schemas import (
@@ -24,8 +26,16 @@ from judge_service.schemas import (
     JudgeResponse,
     StoredJudgement,
     Timings,
+    Usage,
 )
 from judge_service.store.base import JudgementStore
+
+
+@dataclass(frozen=True)
+class _JudgeRun:
+    outcome: JudgeOutcome
+    answers: dict[str, AnswerResult]  # by answer id: marks, or unscored with the reason
+    queue_ms: float
 
 
 class JudgeService:
@@ -47,12 +57,46 @@ class JudgeService:
     async def grade(self, request: JudgeRequest) -> JudgeResponse:
         started = time.perf_counter()
         judgement_id = uuid.uuid4().hex
-        criteria = resolve_criteria(request.criteria)
+        plan = plan_for(request)
+        # Rule graders are cheap and may refuse the request (422): run them before queueing for the judge.
+        rules = rule_grades(plan, request)
+        judge_run = await self._run_judge(request, judgement_id) if plan.uses_judge else None
+        answers = [
+            combine(a.id, plan, judge_run.answers[a.id] if judge_run else None, rules[a.id])
+            for a in request.answers
+        ]
+        outcome = judge_run.outcome if judge_run else None
+        stored = StoredJudgement(
+            judgement_id=judgement_id,
+            created_at=datetime.now(UTC),
+            status=_group_status(answers),
+            grader=plan.grader,
+            judge_model=self._judge.model_name if outcome else None,
+            prompt_version=outcome.prompt_version if outcome else None,
+            run_id=request.run_id,
+            step=request.step,
+            group_key=request.group_key,
+            answers=answers,
+            usage=outcome.usage if outcome else Usage(),
+            timings=Timings(
+                queue_ms=judge_run.queue_ms if judge_run else 0.0,
+                judge_ms=outcome.judge_ms if outcome else 0.0,
+                total_ms=(time.perf_counter() - started) * 1000,
+            ),
+            attempts=outcome.usage.judge_calls if outcome else 0,
+            request=request,
+            raw_outputs=outcome.raw_outputs if outcome else [],
+        )
+        await self._store.save(stored)
+        self._observe(stored)
+        return JudgeResponse.model_validate(stored.model_dump(exclude={"request", "raw_outputs"}))
+
+    async def _run_judge(self, request: JudgeRequest, judgement_id: str) -> _JudgeRun:
         if not self.judge_ready:
             if self.load_error:
                 raise NotReadyError(f"the judge backend failed to start: {self.load_error}")
             raise NotReadyError("the judge model is still loading; retry when /readyz answers 200")
-
+        criteria = resolve_criteria(request.criteria)
         generation = await self._judge.prepare(
             conversation=request.conversation,
             reference=request.reference,
@@ -69,32 +113,11 @@ class JudgeService:
         except JudgeServiceError as exc:
             self._metrics.backend_errors.labels(code=exc.code).inc()
             raise
-        answers = [_judged_answer(answer_id, outcome, criteria) for answer_id in answer_ids]
-        timings = Timings(
+        return _JudgeRun(
+            outcome=outcome,
+            answers={answer_id: _judged_answer(answer_id, outcome, criteria) for answer_id in answer_ids},
             queue_ms=(admitted - queued) * 1000,
-            judge_ms=outcome.judge_ms,
-            total_ms=(time.perf_counter() - started) * 1000,
         )
-        stored = StoredJudgement(
-            judgement_id=judgement_id,
-            created_at=datetime.now(UTC),
-            status=_group_status(answers),
-            grader=request.grader,
-            judge_model=self._judge.model_name,
-            prompt_version=outcome.prompt_version,
-            run_id=request.run_id,
-            step=request.step,
-            group_key=request.group_key,
-            answers=answers,
-            usage=outcome.usage,
-            timings=timings,
-            attempts=outcome.usage.judge_calls,
-            request=request,
-            raw_outputs=outcome.raw_outputs,
-        )
-        await self._store.save(stored)
-        self._observe(stored)
-        return JudgeResponse.model_validate(stored.model_dump(exclude={"request", "raw_outputs"}))
 
     async def grade_batch(self, requests: list[JudgeRequest]) -> list[BatchItem]:
         """All groups concurrently (the engine batches them); one group's failure fails only that group."""
