@@ -15,8 +15,8 @@ serve: install
 	$(PY) -m judge_service serve
 
 lint: install
-	$(VENV)/bin/ruff check judge_service tests benchmarks
-	$(VENV)/bin/ruff format --check judge_service tests benchmarks
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
 # Both tiers: fast unit/API/backend tests, then the engine tier on the real vLLM engine.
