@@ -50,6 +50,7 @@ def create_app(
                 reason_max_chars=settings.reason_max_chars,
                 parse_retries=settings.parse_retries,
                 deadline_s=settings.group_deadline_s,
+                shuffle_answers=settings.shuffle_answers,
             ),
         )
         service = JudgeService(

@@ -58,6 +58,11 @@ class Settings(BaseSettings):
     reason_max_chars: int = Field(default=120, ge=16, le=1000, description="Bound on each reason.")
     parse_retries: int = Field(default=2, ge=0, le=5, description="Extra judge calls when output is invalid.")
     group_deadline_s: float = Field(default=300.0, gt=0, description="Wall-clock budget for one group.")
+    shuffle_answers: bool = Field(
+        default=True,
+        description="Show the judge the answers in a seeded shuffled order (position bias); the seed and "
+        "order are stored with the judgement.",
+    )
 
     # --- admission (backpressure)
     max_groups_in_flight: int = Field(default=32, ge=1, description="Groups submitted to the judge at once.")

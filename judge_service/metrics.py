@@ -55,6 +55,12 @@ class JudgeMetrics:
         self.queue_depth = Gauge("judge_queue_depth", "Groups waiting for a judge slot", registry=r)
         self.in_flight = Gauge("judge_groups_in_flight", "Groups being judged now", registry=r)
         self.engine_ready = Gauge("judge_engine_ready", "1 when the judge backend is loaded", registry=r)
+        self.order_sensitivity = Histogram(
+            "judge_order_sensitivity",
+            "Per group judged under several answer orders: mean spread of answers' scores across orders",
+            buckets=(0.0, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0),
+            registry=r,
+        )
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -77,6 +77,12 @@ class JudgeRequest(StrictModel):
     run_id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$")
     step: int | None = Field(default=None, ge=0)
     group_key: str | None = Field(default=None, max_length=256)
+    seed: int | None = Field(
+        default=None, ge=0, le=2**32 - 1, description="Seeds the shuffled answer order; default: from the id."
+    )
+    orders: int = Field(
+        default=1, ge=1, le=4, description="Judge under this many answer orders and average (position bias)."
+    )
 
     @model_validator(mode="after")
     def _unique_ids(self) -> JudgeRequest:
@@ -149,6 +155,14 @@ class JudgeResponse(StrictModel):
     usage: Usage
     timings: Timings
     attempts: int = Field(description="Judge calls made for this group (1 + retries).")
+    # Position-bias control (quality/orders.py); null for judgements made before it, or without the judge.
+    order_seed: int | None = Field(default=None, description="Seed of the shuffled answer order.")
+    answer_orders: list[list[str]] | None = Field(
+        default=None, description="The answer ids in the order the judge saw them, one list per order."
+    )
+    order_sensitivity: float | None = Field(
+        default=None, description="Mean spread (max - min) of answers' scores across orders; orders > 1."
+    )
 
 
 class StoredJudgement(JudgeResponse):

@@ -14,6 +14,13 @@ from judge_service.errors import JudgeServiceError, NotFoundError, NotReadyError
 from judge_service.graders.composite import combine, plan_for, rule_grades
 from judge_service.graders.llm_judge import JudgeOutcome, LLMJudge
 from judge_service.metrics import JudgeMetrics
+from judge_service.quality.orders import (
+    criterion_score,
+    judge_in_orders,
+    order_seed,
+    order_sensitivity,
+    shown_orders,
+)
 from judge_service.schemas import (
     AnswerResult,
     BatchItem,
@@ -36,6 +43,9 @@ class _JudgeRun:
     outcome: JudgeOutcome
     answers: dict[str, AnswerResult]  # by answer id: marks, or unscored with the reason
     queue_ms: float
+    seed: int | None = None  # of the shuffled answer order; None when not shuffled
+    orders: list[list[str]] | None = None  # answer ids in the order shown, per judge order
+    order_sensitivity: float | None = None
 
 
 class JudgeService:
@@ -86,6 +96,9 @@ class JudgeService:
             attempts=outcome.usage.judge_calls if outcome else 0,
             request=request,
             raw_outputs=outcome.raw_outputs if outcome else [],
+            order_seed=judge_run.seed if judge_run else None,
+            answer_orders=judge_run.orders if judge_run else None,
+            order_sensitivity=judge_run.order_sensitivity if judge_run else None,
         )
         await self._store.save(stored)
         self._observe(stored)
@@ -97,19 +110,28 @@ class JudgeService:
                 raise NotReadyError(f"the judge backend failed to start: {self.load_error}")
             raise NotReadyError("the judge model is still loading; retry when /readyz answers 200")
         criteria = resolve_criteria(request.criteria)
-        generation = await self._judge.prepare(
-            conversation=request.conversation,
-            reference=request.reference,
-            answers=request.answers,
-            criteria=criteria,
-            request_id=judgement_id,
-        )
         answer_ids = [a.id for a in request.answers]
+        # Position bias: the judge sees the answers in seeded shuffled order(s); marks come back by id.
+        shuffle = self._judge.settings.shuffle_answers
+        seed = request.seed if request.seed is not None else order_seed(judgement_id)
+        orders = shown_orders(answer_ids, seed=seed, count=request.orders, shuffle=shuffle)
+        by_id = {a.id: a for a in request.answers}
+        generations = [
+            await self._judge.prepare(
+                conversation=request.conversation,
+                reference=request.reference,
+                answers=[by_id[answer_id] for answer_id in order],
+                criteria=criteria,
+                request_id=judgement_id if i == 0 else f"{judgement_id}-o{i}",
+            )
+            for i, order in enumerate(orders)
+        ]
         queued = time.perf_counter()
         try:
             async with self._admission.slot():
                 admitted = time.perf_counter()
-                outcome = await self._judge.judge(generation, answer_ids, [c.name for c in criteria])
+                names = [c.name for c in criteria]
+                outcome = await judge_in_orders(self._judge, generations, answer_ids, names)
         except JudgeServiceError as exc:
             self._metrics.backend_errors.labels(code=exc.code).inc()
             raise
@@ -117,6 +139,9 @@ class JudgeService:
             outcome=outcome,
             answers={answer_id: _judged_answer(answer_id, outcome, criteria) for answer_id in answer_ids},
             queue_ms=(admitted - queued) * 1000,
+            seed=seed if shuffle else None,
+            orders=orders,
+            order_sensitivity=order_sensitivity(outcome.order_parses, {c.name: c.weight for c in criteria}),
         )
 
     async def grade_batch(self, requests: list[JudgeRequest]) -> list[BatchItem]:
@@ -151,6 +176,8 @@ class JudgeService:
         unscored = sum(1 for a in judgement.answers if a.status == "unscored")
         if unscored:
             m.unscored_answers.labels(grader=judgement.grader).inc(unscored)
+        if judgement.order_sensitivity is not None:
+            m.order_sensitivity.observe(judgement.order_sensitivity)
 
 
 def _judged_answer(answer_id: str, outcome: JudgeOutcome, criteria: list[Criterion]) -> AnswerResult:
@@ -160,7 +187,9 @@ def _judged_answer(answer_id: str, outcome: JudgeOutcome, criteria: list[Criteri
         return AnswerResult(id=answer_id, status="unscored", score=None, error=reason)
     per_criterion = {
         c.name: CriterionMark(
-            mark=marks[c.name].mark, score=(marks[c.name].mark - 1) / 4, reason=marks[c.name].reason
+            mark=marks[c.name].mark,
+            score=criterion_score(outcome, answer_id, c.name),
+            reason=marks[c.name].reason,
         )
         for c in criteria
     }

@@ -26,6 +26,7 @@ class JudgeSettings:
     reason_max_chars: int = 120
     parse_retries: int = 2
     deadline_s: float = 300.0
+    shuffle_answers: bool = True  # show answers in a seeded shuffled order (quality/orders.py)
 
 
 @dataclass
@@ -35,6 +36,10 @@ class JudgeOutcome:
     raw_outputs: list[str] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     judge_ms: float = 0.0
+    # Set when the group was judged under several answer orders (quality/orders.py): each order's
+    # winning parse, and answer id -> criterion -> mean 0-1 score over the orders.
+    order_parses: list[ParsedJudgement] = field(default_factory=list)
+    mean_scores: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 class LLMJudge:
@@ -57,6 +62,10 @@ class LLMJudge:
     @property
     def prompt_version(self) -> str:
         return self._renderer.version
+
+    @property
+    def settings(self) -> JudgeSettings:
+        return self._settings
 
     async def prepare(
         self,

@@ -1,0 +1,134 @@
+"""Position-bias control: the orders a group's answers are shown in, and judging under several of them.
+
+Judges favour answers by position (often the first or the last). So the judge sees the answers in a
+shuffled order, seeded per group and recorded with the judgement; marks are mapped back by answer id,
+so the order changes nothing but what the judge sees.
+
+With `orders=k` (1-4) the group is judged k times, concurrently, under different orders: the seeded
+shuffle p, then p reversed, p rotated by half its length, and that reversed. For four answers this
+shows every answer once in every position. Duplicates are dropped (a group of two answers has only two
+orders), so a group may get fewer than k judge calls.
+
+Combining orders, per answer and criterion, over the orders in which the judge marked the answer:
+`score` is the exact mean of the scaled marks (mark - 1) / 4, `mark` the mean mark rounded half up
+(so `mark` and `score` may disagree slightly), and `reason` comes from the first such order. An
+answer is unscored only when no order marked it. The group's order sensitivity is the mean, over
+answers marked in two or more orders, of the spread (max - min) of the answer's overall score across
+orders: 0 means the order changed nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import math
+import random
+import time
+from collections.abc import Mapping, Sequence
+
+from judge_service.backends.base import GenerationRequest
+from judge_service.graders.llm_judge import JudgeOutcome, LLMJudge
+from judge_service.parser import Mark, ParsedJudgement
+
+MAX_ORDERS = 4
+
+
+def order_seed(judgement_id: str) -> int:
+    """A 32-bit seed from the judgement id (32 bits: exact in every JSON client)."""
+    return int.from_bytes(hashlib.sha256(judgement_id.encode()).digest()[:4], "big")
+
+
+def shown_orders(answer_ids: Sequence[str], *, seed: int, count: int, shuffle: bool) -> list[list[str]]:
+    """Up to `count` distinct orders of the ids, the first one the seeded shuffle (or as sent)."""
+    base = list(answer_ids)
+    if shuffle:
+        random.Random(seed).shuffle(base)
+    half = len(base) // 2
+    rotated = base[half:] + base[:half]
+    orders: list[list[str]] = []
+    for candidate in (base, base[::-1], rotated, rotated[::-1])[: max(1, min(count, MAX_ORDERS))]:
+        if candidate not in orders:
+            orders.append(candidate)
+    return orders
+
+
+async def judge_in_orders(
+    judge: LLMJudge, generations: Sequence[GenerationRequest], answer_ids: list[str], criteria: list[str]
+) -> JudgeOutcome:
+    """Judge each prepared order concurrently and combine (module docstring); one order: as it is.
+
+    Any order's error fails the group, as a single call's would: its marks would be one-sided.
+    """
+    if len(generations) == 1:
+        return await judge.judge(generations[0], answer_ids, criteria)
+    started = time.perf_counter()
+    results = await asyncio.gather(
+        *(judge.judge(g, answer_ids, criteria) for g in generations), return_exceptions=True
+    )
+    errors = [r for r in results if isinstance(r, BaseException)]
+    if errors:
+        raise errors[0]
+    outcomes = [r for r in results if isinstance(r, JudgeOutcome)]
+    combined = JudgeOutcome(
+        parsed=ParsedJudgement(),
+        prompt_version=outcomes[0].prompt_version,
+        order_parses=[o.parsed for o in outcomes],
+    )
+    combined.parsed, combined.mean_scores = combine_orders(combined.order_parses, answer_ids, criteria)
+    for outcome in outcomes:
+        combined.raw_outputs.extend(outcome.raw_outputs)
+        combined.usage.prompt_tokens += outcome.usage.prompt_tokens
+        combined.usage.completion_tokens += outcome.usage.completion_tokens
+        combined.usage.judge_calls += outcome.usage.judge_calls
+    combined.judge_ms = (time.perf_counter() - started) * 1000  # wall clock: the orders ran together
+    return combined
+
+
+def combine_orders(
+    parses: Sequence[ParsedJudgement], answer_ids: Sequence[str], criteria: Sequence[str]
+) -> tuple[ParsedJudgement, dict[str, dict[str, float]]]:
+    """(marks with rounded mean marks and the first reason, answer -> criterion -> mean score)."""
+    combined = ParsedJudgement()
+    means: dict[str, dict[str, float]] = {}
+    for parsed in parses:
+        combined.notes.extend(n for n in parsed.notes if n not in combined.notes)
+        combined.problems |= getattr(parsed, "problems", set())
+    for answer_id in answer_ids:
+        marked = [p.marks[answer_id] for p in parses if answer_id in p.marks]
+        if not marked:
+            first = next((p.failures[answer_id] for p in parses if answer_id in p.failures), "no marks")
+            combined.failures[answer_id] = f"unscored in all {len(parses)} orders; first: {first}"
+            continue
+        means[answer_id] = {}
+        combined.marks[answer_id] = {}
+        for name in criteria:
+            mean_mark = sum(m[name].mark for m in marked) / len(marked)
+            means[answer_id][name] = (mean_mark - 1) / 4
+            rounded = math.floor(mean_mark + 0.5)  # half up: 2.5 -> 3, unlike round()
+            combined.marks[answer_id][name] = Mark(mark=rounded, reason=marked[0][name].reason)
+    return combined, means
+
+
+def criterion_score(outcome: JudgeOutcome, answer_id: str, criterion: str) -> float:
+    """The 0-1 score of one criterion: the mean over orders when combined, else (mark - 1) / 4."""
+    mean = outcome.mean_scores.get(answer_id, {}).get(criterion)
+    if mean is not None:
+        return mean
+    return (outcome.parsed.marks[answer_id][criterion].mark - 1) / 4
+
+
+def order_sensitivity(parses: Sequence[ParsedJudgement], weights: Mapping[str, float]) -> float | None:
+    """Mean over answers marked in 2+ orders of max - min of their overall score; None below 2 orders."""
+    if len(parses) < 2:
+        return None
+    total = sum(weights.values())
+    spreads = []
+    for answer_id in dict.fromkeys(a for p in parses for a in p.marks):
+        overall = [
+            sum((p.marks[answer_id][name].mark - 1) / 4 * w for name, w in weights.items()) / total
+            for p in parses
+            if answer_id in p.marks
+        ]
+        if len(overall) >= 2:
+            spreads.append(max(overall) - min(overall))
+    return sum(spreads) / len(spreads) if spreads else None
