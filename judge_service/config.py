@@ -42,6 +42,12 @@ class Settings(BaseSettings):
     gpu_memory_utilization: float | None = Field(
         default=None, gt=0, le=1, description="vLLM memory fraction; None: 0.5 on CPU, 0.9 on GPU."
     )
+    kv_cache_gib: float | None = Field(
+        default=None,
+        gt=0,
+        description="KV cache size; None: 2 GiB on CPU (several engines can share a small machine), "
+        "the memory fraction on GPU.",
+    )
     enforce_eager: bool | None = Field(default=None, description="None: eager on CPU, compiled on GPU.")
     enable_prefix_caching: bool = Field(default=True, description="Reuse the rubric prefix across groups.")
     max_num_seqs: int = Field(default=64, ge=1, description="Engine batch size cap (sequences).")
@@ -50,6 +56,12 @@ class Settings(BaseSettings):
     openai_api_key: str | None = Field(default=None, description="Bearer token for the OpenAI endpoint.")
     openai_timeout_s: float = Field(default=120.0, gt=0, description="Per HTTP call to the endpoint.")
     openai_transport_retries: int = Field(default=3, ge=0, le=10, description="On connect errors, 429, 5xx.")
+    openai_backoff_base_s: float = Field(
+        default=0.5, gt=0, le=60, description="First wait between transport retries (then doubling)."
+    )
+    openai_backoff_max_s: float = Field(
+        default=8.0, gt=0, le=300, description="Longest wait between retries, Retry-After included."
+    )
 
     # --- judging
     prompt_template: str = Field(default="judge_group", description="Template folder under prompts_dir.")

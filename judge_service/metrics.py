@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from judge_service.parser import OUTPUT_PROBLEMS
+
 _LATENCY_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300)
 _GROUP_SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 64)
 
@@ -40,6 +42,14 @@ class JudgeMetrics:
         self.parse_failures = Counter(
             "judge_parse_failures_total", "Judge replies with at least one invalid answer entry", registry=r
         )
+        self.output_problems = Counter(
+            "judge_output_problems_total",
+            "Judge replies with a fault, by kind (one reply can count under several kinds)",
+            ["kind"],
+            registry=r,
+        )
+        for kind in OUTPUT_PROBLEMS:
+            self.output_problems.labels(kind=kind)
         self.retries = Counter(
             "judge_retries_total", "Judge calls repeated, by reason", ["reason"], registry=r
         )
@@ -61,6 +71,11 @@ class JudgeMetrics:
             buckets=(0.0, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0),
             registry=r,
         )
+
+        # Series that exist from the start, so dashboards and alerts see 0 rather than "no data".
+        self.retries.labels(reason="invalid_output")
+        for code in ("judge_unavailable", "judge_timeout"):
+            self.backend_errors.labels(code=code)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

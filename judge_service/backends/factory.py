@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import httpx
+
 from judge_service.backends.base import JudgeBackend
 from judge_service.config import Settings
 from judge_service.metrics import JudgeMetrics
@@ -12,7 +14,10 @@ if TYPE_CHECKING:
     from judge_service.backends.vllm_engine import EngineOptions
 
 
-def build_backend(settings: Settings, metrics: JudgeMetrics) -> JudgeBackend:
+def build_backend(
+    settings: Settings, metrics: JudgeMetrics, *, transport: httpx.AsyncBaseTransport | None = None
+) -> JudgeBackend:
+    """The configured backend; `transport` replaces the network for backend=openai (tests)."""
     if settings.backend == "fake":
         from judge_service.backends.fake import FakeBackend
 
@@ -21,7 +26,9 @@ def build_backend(settings: Settings, metrics: JudgeMetrics) -> JudgeBackend:
         from judge_service.backends.openai_http import OpenAIHTTPBackend
 
         return OpenAIHTTPBackend.from_settings(
-            settings, on_retry=lambda reason: metrics.retries.labels(reason=f"http_{reason}").inc()
+            settings,
+            transport=transport,
+            on_retry=lambda reason: metrics.retries.labels(reason=f"http_{reason}").inc(),
         )
     from judge_service.backends.vllm_engine import VLLMEngineBackend
 
@@ -39,6 +46,7 @@ def _engine_options(settings: Settings) -> EngineOptions:
         dtype=settings.dtype,
         max_model_len=settings.max_model_len,
         gpu_memory_utilization=settings.gpu_memory_utilization,
+        kv_cache_gib=settings.kv_cache_gib,
         enforce_eager=settings.enforce_eager,
         enable_prefix_caching=settings.enable_prefix_caching,
         max_num_seqs=settings.max_num_seqs,

@@ -28,6 +28,7 @@ class EngineOptions:
     dtype: str = "auto"
     max_model_len: int | None = None
     gpu_memory_utilization: float | None = None
+    kv_cache_gib: float | None = None
     enforce_eager: bool | None = None
     enable_prefix_caching: bool = True
     max_num_seqs: int = 64
@@ -38,6 +39,12 @@ def _on_cpu() -> bool:
     from vllm.platforms import current_platform
 
     return bool(current_platform.is_cpu())
+
+
+def _kv_cache_bytes(gib: float | None, cpu: bool) -> int | None:
+    if gib is None:
+        return 2 * 1024**3 if cpu else None
+    return int(gib * 1024**3)
 
 
 class VLLMEngineBackend:
@@ -84,8 +91,10 @@ class VLLMEngineBackend:
             # float32 + eager measured fastest on small CPUs; GPUs want bf16 and CUDA graphs.
             dtype=("float32" if cpu else "bfloat16") if opts.dtype == "auto" else opts.dtype,  # type: ignore[arg-type]
             max_model_len=opts.max_model_len,  # type: ignore[arg-type]  # None: the model's own
-            # On CPU this sizes the KV cache; the default fraction is refused on small machines.
+            # On CPU the memory fraction reserves that share of *all* RAM and is refused when other
+            # processes hold memory; an explicit KV cache size is both smaller and predictable.
             gpu_memory_utilization=opts.gpu_memory_utilization or (0.5 if cpu else 0.9),
+            kv_cache_memory_bytes=_kv_cache_bytes(opts.kv_cache_gib, cpu),
             enforce_eager=cpu if opts.enforce_eager is None else opts.enforce_eager,
             enable_prefix_caching=opts.enable_prefix_caching,
             max_num_seqs=opts.max_num_seqs,
