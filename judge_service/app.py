@@ -31,10 +31,11 @@ def create_app(
     *,
     backend: JudgeBackend | None = None,
     store: JudgementStore | None = None,
+    metrics: JudgeMetrics | None = None,
 ) -> FastAPI:
-    """Build the service. `backend` and `store` replace the configured ones (tests, benchmarks)."""
+    """Build the service. `backend`, `store` and `metrics` replace the configured ones (tests, benchmarks)."""
     settings = settings or Settings()
-    metrics = JudgeMetrics()
+    metrics = metrics or JudgeMetrics()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -5,6 +5,8 @@ before the mark so the model explains itself before committing to a number.
 
 Parsing is pure and total: it never raises on judge text. Each expected answer either gets marks for
 every criterion or a failure message; an unreadable reply fails every answer with the same message.
+A key repeated in a JSON object (an answer id or a criterion) is ambiguous, so that entry fails rather
+than silently keeping the last copy. `problems` names each kind of fault once, for metrics.
 Backends without constrained decoding may wrap the JSON in prose or code fences, use a list of objects
 with an "id" field, or nest it under "answers"/"judgements": all of these are accepted.
 """
@@ -60,6 +62,7 @@ class ParsedJudgement:
     marks: dict[str, dict[str, Mark]] = field(default_factory=dict)  # answer id -> criterion -> mark
     failures: dict[str, str] = field(default_factory=dict)  # answer id -> why it has no marks
     notes: list[str] = field(default_factory=list)  # problems that cost no answer (e.g. unknown ids)
+    problems: set[str] = field(default_factory=set)  # kinds of fault in this reply (OUTPUT_PROBLEMS)
 
     @property
     def complete(self) -> bool:
@@ -74,23 +77,28 @@ def parse_judgement(
         by_id = _entries_by_id(_extract_json(text), result)
     except ValueError as exc:
         result.failures = {answer_id: str(exc) for answer_id in answer_ids}
+        result.problems.add("unreadable")
         return result
 
     expected = set(answer_ids)
     unknown = sorted(set(by_id) - expected)
     if unknown:
         result.notes.append(f"ignored unknown answer ids: {', '.join(unknown[:10])}")
+        result.problems.add("unknown_answer")
     for answer_id in answer_ids:
         entry = by_id.get(answer_id)
         if entry is None:
             result.failures[answer_id] = "the judge's reply has no entry for this answer"
+            result.problems.add("missing_answer")
             continue
         if isinstance(entry, _Duplicate):
             result.failures[answer_id] = "the judge's reply has more than one entry for this answer"
+            result.problems.add("duplicate_answer")
             continue
         marks, problem = _marks_for(entry, criteria, reason_max_chars)
         if problem:
-            result.failures[answer_id] = problem
+            result.problems.add(problem[0])
+            result.failures[answer_id] = problem[1]
         else:
             result.marks[answer_id] = marks
     return result
@@ -100,6 +108,28 @@ class _Duplicate:
     pass
 
 
+# Every kind `ParsedJudgement.problems` may hold; "truncated" is added by the judge from finish_reason.
+OUTPUT_PROBLEMS = (
+    "unreadable",
+    "missing_answer",
+    "duplicate_answer",
+    "unknown_answer",
+    "invalid_entry",
+    "missing_criterion",
+    "invalid_mark",
+    "missing_reason",
+    "truncated",
+)
+
+
+def _flag_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """object_pairs_hook: a repeated key's value becomes _Duplicate instead of the last copy."""
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        obj[key] = _Duplicate() if key in obj else value
+    return obj
+
+
 def _extract_json(text: str) -> Any:
     stripped = text.strip()
     if not stripped:
@@ -107,17 +137,31 @@ def _extract_json(text: str) -> Any:
     candidates = [stripped, *(m.group(1).strip() for m in _FENCE.finditer(stripped))]
     for candidate in candidates:
         try:
-            return json.loads(candidate)
+            return json.loads(candidate, object_pairs_hook=_flag_duplicates)
         except json.JSONDecodeError:
             pass
-    # Prose around the JSON: decode from the first brace or bracket that starts a valid value.
-    decoder = json.JSONDecoder()
-    for match in re.finditer(r"[{\[]", stripped):
-        try:
-            value, _ = decoder.raw_decode(stripped, match.start())
-            return value
-        except json.JSONDecodeError:
-            continue
+    # Prose around the JSON: decode from the first brace or bracket that starts a valid value. The
+    # inside of a value that failed to decode (a truncated reply) is skipped: its inner objects are
+    # fragments, not the reply.
+    decoder = json.JSONDecoder(object_pairs_hook=_flag_duplicates)
+    depth, in_string, escaped = 0, False, False
+    for pos, char in enumerate(stripped):
+        if depth == 0:
+            if char in "{[":
+                try:
+                    return decoder.raw_decode(stripped, pos)[0]
+                except json.JSONDecodeError:
+                    depth = 1
+        elif escaped:
+            escaped = False
+        elif in_string:
+            escaped, in_string = char == "\\", char != '"'
+        elif char == '"':
+            in_string = True
+        elif char in "{[":
+            depth += 1
+        elif char in "}]":
+            depth -= 1
     raise ValueError(f"the judge's reply is not valid JSON (starts {stripped[:60]!r})")
 
 
@@ -142,20 +186,30 @@ def _entries_by_id(data: Any, result: ParsedJudgement) -> dict[str, Any]:
     raise ValueError(f"the judge's reply is JSON but not an object or list ({type(data).__name__})")
 
 
-def _marks_for(entry: Any, criteria: list[str], reason_max_chars: int) -> tuple[dict[str, Mark], str | None]:
+def _marks_for(
+    entry: Any, criteria: list[str], reason_max_chars: int
+) -> tuple[dict[str, Mark], tuple[str, str] | None]:
+    """The entry's marks, or ({}, (problem kind, message))."""
     if not isinstance(entry, dict):
-        return {}, f"the entry is {type(entry).__name__}, not an object of criteria"
+        return {}, ("invalid_entry", f"the entry is {type(entry).__name__}, not an object of criteria")
     marks: dict[str, Mark] = {}
     for name in criteria:
         raw = entry.get(name)
+        if isinstance(raw, _Duplicate):
+            return {}, ("invalid_entry", f"criterion '{name}' appears more than once")
         if not isinstance(raw, dict):
-            return {}, f"criterion '{name}' is missing or not an object"
+            return {}, ("missing_criterion", f"criterion '{name}' is missing or not an object")
+        if isinstance(raw.get("mark"), _Duplicate) or isinstance(raw.get("reason"), _Duplicate):
+            return {}, ("invalid_entry", f"criterion '{name}' has a repeated 'mark' or 'reason'")
         mark = _as_mark(raw.get("mark"))
         if mark is None:
-            return {}, f"criterion '{name}' has mark {raw.get('mark')!r}; expected an integer 1-5"
+            return {}, (
+                "invalid_mark",
+                f"criterion '{name}' has mark {raw.get('mark')!r}; expected an integer 1-5",
+            )
         reason = raw.get("reason")
         if not isinstance(reason, str) or not reason.strip():
-            return {}, f"criterion '{name}' has no reason"
+            return {}, ("missing_reason", f"criterion '{name}' has no reason")
         marks[name] = Mark(mark=mark, reason=reason.strip()[:reason_max_chars])
     return marks, None
 

@@ -163,6 +163,8 @@ class OpenAIHTTPBackend:
             transport_retries=settings.openai_transport_retries,
             max_context_tokens=settings.max_model_len,
             transport=transport,
+            backoff_base_s=settings.openai_backoff_base_s,
+            backoff_max_s=settings.openai_backoff_max_s,
             on_retry=on_retry,
         )
 

@@ -127,8 +127,11 @@ class LLMJudge:
                     parsed = parse_judgement(reply.text, answer_ids, criteria, s.reason_max_chars)
                     if reply.finish_reason == "length" and not parsed.complete:
                         parsed.notes.append("the judge's reply was cut off at the output token limit")
+                        parsed.problems.add("truncated")
                     if not parsed.complete:
                         self._metrics.parse_failures.inc()
+                    for kind in sorted(parsed.problems):
+                        self._metrics.output_problems.labels(kind=kind).inc()
                     if best is None or len(parsed.marks) > len(best.marks):
                         best = parsed
                     if parsed.complete:
@@ -141,7 +144,15 @@ class LLMJudge:
                 ) from exc
             best.notes.append(f"retries stopped by the group deadline of {s.deadline_s:g} s")
         outcome.judge_ms = (time.perf_counter() - started) * 1000
-        outcome.parsed = best if best is not None else outcome.parsed
+        outcome.parsed = _with_notes(best) if best is not None else outcome.parsed
         self._metrics.prompt_tokens.inc(outcome.usage.prompt_tokens)
         self._metrics.completion_tokens.inc(outcome.usage.completion_tokens)
         return outcome
+
+
+def _with_notes(parsed: ParsedJudgement) -> ParsedJudgement:
+    """Unscored answers carry the reply-wide notes too (cut off, deadline): the caller sees why."""
+    if parsed.notes:
+        suffix = "; ".join(parsed.notes)
+        parsed.failures = {k: f"{reason} ({suffix})" for k, reason in parsed.failures.items()}
+    return parsed
