@@ -11,7 +11,7 @@ from fastapi import FastAPI, Request, Response
 from starlette.middleware.base import RequestResponseEndpoint
 
 from judge_service.admission import GroupAdmission
-from judge_service.api import health, routes
+from judge_service.api import health, quality, routes
 from judge_service.api.errors import install_error_handlers
 from judge_service.backends.base import JudgeBackend
 from judge_service.backends.factory import build_backend
@@ -80,6 +80,7 @@ def create_app(
     install_error_handlers(app)
     app.include_router(routes.router)
     app.include_router(health.router)
+    app.include_router(quality.router)
 
     @app.middleware("http")
     async def count_requests(request: Request, call_next: RequestResponseEndpoint) -> Response:

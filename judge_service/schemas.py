@@ -163,6 +163,10 @@ class JudgeResponse(StrictModel):
     order_sensitivity: float | None = Field(
         default=None, description="Mean spread (max - min) of answers' scores across orders; orders > 1."
     )
+    grader_fingerprint: str | None = Field(
+        default=None, description="Hash of the grader configuration; equal means scored the same way."
+    )
+    regrade_of: str | None = Field(default=None, description="The judgement this one re-scores, if any.")
 
 
 class StoredJudgement(JudgeResponse):

@@ -14,6 +14,7 @@ from judge_service.errors import JudgeServiceError, NotFoundError, NotReadyError
 from judge_service.graders.composite import combine, plan_for, rule_grades
 from judge_service.graders.llm_judge import JudgeOutcome, LLMJudge
 from judge_service.metrics import JudgeMetrics
+from judge_service.quality.fingerprint import grader_fingerprint
 from judge_service.quality.orders import (
     criterion_score,
     judge_in_orders,
@@ -21,6 +22,7 @@ from judge_service.quality.orders import (
     order_sensitivity,
     shown_orders,
 )
+from judge_service.quality.regrade import RegradeItem, RegradeRequest, RegradeResponse, regraded_request
 from judge_service.schemas import (
     AnswerResult,
     BatchItem,
@@ -64,7 +66,7 @@ class JudgeService:
         self.judge_ready = False
         self.load_error: str | None = None
 
-    async def grade(self, request: JudgeRequest) -> JudgeResponse:
+    async def grade(self, request: JudgeRequest, *, regrade_of: str | None = None) -> JudgeResponse:
         started = time.perf_counter()
         judgement_id = uuid.uuid4().hex
         plan = plan_for(request)
@@ -99,6 +101,8 @@ class JudgeService:
             order_seed=judge_run.seed if judge_run else None,
             answer_orders=judge_run.orders if judge_run else None,
             order_sensitivity=judge_run.order_sensitivity if judge_run else None,
+            grader_fingerprint=grader_fingerprint(plan, request, self._judge),
+            regrade_of=regrade_of,
         )
         await self._store.save(stored)
         self._observe(stored)
@@ -156,6 +160,28 @@ class JudgeService:
             else:
                 raise outcome
         return items
+
+    async def regrade(self, request: RegradeRequest) -> RegradeResponse:
+        """Re-score stored groups under other grader settings (quality/regrade.py); failures per group."""
+        next_cursor = None
+        if request.judgement_ids is not None:
+            ids = request.judgement_ids
+        else:
+            page = await self._store.list_run(
+                request.run_id or "", step=request.step, limit=request.limit, cursor=request.cursor
+            )
+            ids = [item.judgement_id for item in page.items if item.regrade_of is None]
+            next_cursor = page.next_cursor
+        results = await asyncio.gather(*(self._regrade_one(old_id, request) for old_id in ids))
+        return RegradeResponse(results=list(results), next_cursor=next_cursor)
+
+    async def _regrade_one(self, old_id: str, overrides: RegradeRequest) -> RegradeItem:
+        try:
+            old = await self.get(old_id)
+            new = await self.grade(regraded_request(old, overrides), regrade_of=old_id)
+        except JudgeServiceError as exc:
+            return RegradeItem(regrade_of=old_id, error=ErrorBody(code=exc.code, message=exc.message))
+        return RegradeItem(regrade_of=old_id, judgement=new)
 
     async def get(self, judgement_id: str) -> StoredJudgement:
         found = await self._store.get(judgement_id)

@@ -26,7 +26,7 @@ async def iter_run(
     while True:
         page = await lister.list_run(run_id, step=step, limit=PAGE_SIZE, cursor=cursor)
         for item in page.items:
-            if fingerprint is None or getattr(item, "grader_fingerprint", None) == fingerprint:
+            if fingerprint is None or item.grader_fingerprint == fingerprint:
                 yield item
         if page.next_cursor is None:
             return
