@@ -13,6 +13,7 @@ from starlette.middleware.base import RequestResponseEndpoint
 from judge_service.admission import GroupAdmission
 from judge_service.api import health, quality, routes
 from judge_service.api.errors import install_error_handlers
+from judge_service.api.limits import BodySizeLimit
 from judge_service.backends.base import JudgeBackend
 from judge_service.backends.factory import build_backend
 from judge_service.config import Settings
@@ -78,6 +79,8 @@ def create_app(
     app.state.metrics = metrics
     app.state.settings = settings
     install_error_handlers(app)
+    # Middleware added later runs earlier: request counting sees every refusal below.
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
     app.include_router(routes.router)
     app.include_router(health.router)
     app.include_router(quality.router)

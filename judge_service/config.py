@@ -80,6 +80,14 @@ class Settings(BaseSettings):
     max_groups_in_flight: int = Field(default=32, ge=1, description="Groups submitted to the judge at once.")
     max_groups_queued: int = Field(default=256, ge=0, description="Waiting groups before answering 429.")
 
+    # --- input limits
+    max_request_bytes: int = Field(
+        default=4 * 2**20,
+        ge=1024,
+        description="Largest request body accepted (413 too_large beyond it); 4 MiB holds dozens of "
+        "typical groups per batch, while a single group that large would not fit a judge's context.",
+    )
+
     # --- storage
     db_path: Path | None = Field(default=None, description="SQLite file; None: home_dir/judgements.sqlite3.")
 

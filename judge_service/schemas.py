@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
 ANSWER_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,63}$"
 CRITERION_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,31}$"
@@ -18,12 +19,41 @@ class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+_CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+
+
+STORED = {"stored": True}
+"""Validation context for judgements read back from the store: accepted once, never refused later."""
+
+
+def _no_control_chars(value: str, info: ValidationInfo) -> str:
+    """Refuse C0 control characters other than tab, newline and carriage return.
+
+    They are never meaningful in a conversation or an answer, can hide text from a human reading a
+    run page (terminal escapes), and NUL truncates text in C-based tools; refusing them (instead of
+    stripping) keeps what the judge saw identical to what the caller sent. Empty text is allowed.
+    """
+    if info.context == STORED:
+        return value
+    found = _CONTROL_CHARS.search(value)
+    if found is not None:
+        raise ValueError(
+            f"contains the control character U+{ord(found.group()):04X} at position {found.start()}; "
+            "remove control characters (only tab, newline and carriage return are allowed)"
+        )
+    return value
+
+
+Text = Annotated[str, AfterValidator(_no_control_chars)]
+"""Caller text: any Unicode, empty allowed, no C0 controls except \\t \\n \\r."""
+
+
 # --------------------------------------------------------------------------- requests
 
 
 class ChatMessage(StrictModel):
     role: Literal["system", "user", "assistant"]
-    content: str = Field(max_length=MAX_TEXT_CHARS)
+    content: Text = Field(max_length=MAX_TEXT_CHARS)
 
 
 class Answer(StrictModel):
@@ -31,16 +61,18 @@ class Answer(StrictModel):
         pattern=ANSWER_ID_PATTERN,
         description="Caller-given id, unique in the group: 1-64 of letters, digits, '_', '.', ':', '-'.",
     )
-    text: str = Field(max_length=MAX_TEXT_CHARS, description="The policy model's answer, verbatim.")
+    text: Text = Field(
+        max_length=MAX_TEXT_CHARS, description="The policy model's answer, verbatim; may be empty."
+    )
 
 
 class Criterion(StrictModel):
     name: str = Field(
         pattern=CRITERION_NAME_PATTERN, description="Lower-case identifier, e.g. 'correctness'."
     )
-    description: str = Field(min_length=1, max_length=500)
-    mark_1: str = Field(min_length=1, max_length=300, description="What a mark of 1 means.")
-    mark_5: str = Field(min_length=1, max_length=300, description="What a mark of 5 means.")
+    description: Text = Field(min_length=1, max_length=500)
+    mark_1: Text = Field(min_length=1, max_length=300, description="What a mark of 1 means.")
+    mark_5: Text = Field(min_length=1, max_length=300, description="What a mark of 5 means.")
     weight: float = Field(default=1.0, gt=0, le=100, description="Weight in the answer's overall score.")
 
 
@@ -56,12 +88,14 @@ class RuleOptions(StrictModel):
     normalize_whitespace: bool = True
     unicode_normalization: Literal["NFC", "NFKC", "none"] = "NFKC"
     json_schema: dict[str, Any] | None = Field(default=None, description="For 'json': validate against it.")
-    labels: list[str] | None = Field(default=None, max_length=256, description="For 'label': allowed labels.")
+    labels: list[Text] | None = Field(
+        default=None, max_length=256, description="For 'label': allowed labels."
+    )
 
 
 class JudgeRequest(StrictModel):
     conversation: list[ChatMessage] = Field(min_length=1, max_length=64)
-    reference: str = Field(max_length=MAX_TEXT_CHARS, description="The reference reply to compare with.")
+    reference: Text = Field(max_length=MAX_TEXT_CHARS, description="The reference reply to compare with.")
     answers: list[Answer] = Field(min_length=1, max_length=MAX_ANSWERS)
     criteria: list[Criterion] | None = Field(
         default=None,
@@ -76,7 +110,7 @@ class JudgeRequest(StrictModel):
     options: RuleOptions = Field(default_factory=RuleOptions)
     run_id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$")
     step: int | None = Field(default=None, ge=0)
-    group_key: str | None = Field(default=None, max_length=256)
+    group_key: Text | None = Field(default=None, max_length=256)
     seed: int | None = Field(
         default=None, ge=0, le=2**32 - 1, description="Seeds the shuffled answer order; default: from the id."
     )

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from judge_service.errors import InvalidGroupError
-from judge_service.schemas import JudgementPage, JudgeResponse, StoredJudgement
+from judge_service.schemas import STORED, JudgementPage, JudgeResponse, StoredJudgement
 
 __all__ = ["MIGRATIONS", "SqliteJudgementStore"]
 
@@ -235,7 +235,7 @@ class SqliteJudgementStore:
                 .execute("SELECT doc FROM judgements WHERE judgement_id = ?", (judgement_id,))
                 .fetchone()
             )
-            return None if found is None else StoredJudgement.model_validate_json(found[0])
+            return None if found is None else StoredJudgement.model_validate_json(found[0], context=STORED)
 
         return await self._run(select)
 

@@ -1,0 +1,201 @@
+"""Input limits: the request body cap (413 too_large), control characters (422), empty answers (judged)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from pydantic import ValidationError
+from starlette.types import Message, Receive, Scope, Send
+
+from judge_service.api.limits import BodySizeLimit
+from judge_service.backends.fake import FakeBackend
+from judge_service.schemas import STORED, JudgeRequest
+from tests.api.conftest import group, make_client, wait_ready
+
+LIMIT = 4096
+
+
+@pytest.fixture
+def small_client(tmp_path: Path) -> Iterator[TestClient]:
+    with make_client(tmp_path, FakeBackend(), max_request_bytes=LIMIT) as client:
+        wait_ready(client)
+        yield client
+
+
+def padded(size: int) -> bytes:
+    """A valid group whose JSON body is exactly `size` bytes."""
+    body = group(2)
+    base = len(json.dumps(body).encode())
+    body["reference"] += "x" * (size - base)
+    raw = json.dumps(body).encode()
+    assert len(raw) == size
+    return raw
+
+
+def post(client: TestClient, raw: bytes | Iterator[bytes], path: str = "/v1/judge") -> Any:
+    return client.post(path, content=raw, headers={"content-type": "application/json"})
+
+
+def assert_too_large(response: Any) -> None:
+    assert response.status_code == 413, response.text
+    error = response.json()["error"]
+    assert error["code"] == "too_large"
+    assert f"the limit is {LIMIT} bytes" in error["message"]
+    assert "JUDGE_MAX_REQUEST_BYTES" in error["message"] and "fewer" in error["message"]
+    assert error["details"] == {"limit_bytes": LIMIT}
+
+
+# --------------------------------------------------------------------------- body size
+
+
+def test_body_at_the_limit_is_judged_one_byte_over_is_413(small_client: TestClient) -> None:
+    assert post(small_client, padded(LIMIT)).status_code == 200
+    response = post(small_client, padded(LIMIT + 1))
+    assert_too_large(response)
+    assert f"declares {LIMIT + 1} bytes" in response.json()["error"]["message"]
+
+
+def test_streamed_body_without_content_length_is_counted(small_client: TestClient) -> None:
+    raw = padded(LIMIT * 3)
+    response = post(small_client, iter([raw[:1000], raw[1000:]]))
+    assert_too_large(response)
+    assert "while streaming" in response.json()["error"]["message"]
+    assert post(small_client, iter([padded(LIMIT)])).status_code == 200
+
+
+def test_batch_over_the_limit_is_413_and_counted(small_client: TestClient) -> None:
+    groups = {"groups": [group(4, group_key=f"g{i}") for i in range(40)]}
+    assert_too_large(small_client.post("/v1/judge/batch", json=groups))
+    metrics = small_client.get("/metrics").text
+    assert 'status="413"' in metrics
+
+
+def test_default_limit_is_4_mib(client: TestClient) -> None:
+    assert client.app.state.settings.max_request_bytes == 4 * 2**20  # type: ignore[attr-defined]
+    huge = {"groups": [group(64) | {"reference": "r" * 19_000} for _ in range(256)]}
+    assert client.post("/v1/judge/batch", json=huge).status_code == 413
+
+
+async def test_middleware_stops_reading_once_the_cap_is_passed() -> None:
+    chunks = [b"x" * 1000] * 10
+    reads = 0
+    sent: list[Message] = []
+
+    async def receive() -> Message:
+        nonlocal reads
+        reads += 1
+        return {"type": "http.request", "body": chunks[reads - 1], "more_body": reads < len(chunks)}
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        while (await receive()).get("more_body"):
+            pass
+        raise AssertionError("the whole body was read")
+
+    scope = {"type": "http", "method": "POST", "path": "/v1/judge", "headers": []}
+    await BodySizeLimit(app, max_bytes=2500)(scope, receive, send)
+    assert reads == 3
+    assert sent[0]["status"] == 413
+    assert json.loads(sent[1]["body"])["error"]["code"] == "too_large"
+
+
+async def test_app_response_after_an_overrun_is_replaced_by_413() -> None:
+    sent: list[Message] = []
+
+    async def receive() -> Message:
+        return {"type": "http.request", "body": b"y" * 5000, "more_body": False}
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await receive()
+        except Exception:
+            await send({"type": "http.response.start", "status": 400, "headers": []})
+            await send({"type": "http.response.body", "body": b"bad body"})
+
+    scope = {"type": "http", "method": "POST", "path": "/", "headers": []}
+    await BodySizeLimit(app, max_bytes=1024)(scope, receive, send)
+    assert [m.get("status") for m in sent if m["type"] == "http.response.start"] == [413]
+
+
+# --------------------------------------------------------------------------- control characters
+
+
+@pytest.mark.parametrize(
+    ("where", "char"),
+    [
+        ("answers.1.text", "\x00"),
+        ("answers.0.text", "\x1b"),
+        ("conversation.0.content", "\x07"),
+        ("reference", "\x0b"),
+        ("group_key", "\x1f"),
+    ],
+)
+def test_control_characters_are_refused_with_what_to_fix(client: TestClient, where: str, char: str) -> None:
+    body = group(2, group_key="g")
+    target: Any = body
+    *path, last = where.split(".")
+    for part in path:
+        target = target[int(part)] if part.isdigit() else target[part]
+    target[last] = f"ok {char} text"
+    response = client.post("/v1/judge", json=body)
+    assert response.status_code == 422, response.text
+    error = response.json()["error"]
+    assert error["code"] == "invalid_request"
+    assert where in error["message"]
+    assert f"U+{ord(char):04X} at position 3" in error["message"]
+    assert "remove control characters" in error["message"]
+    assert error["details"][0]["field"] == where
+
+
+def test_tab_newline_carriage_return_and_other_unicode_are_accepted(client: TestClient) -> None:
+    body = group(2)
+    body["answers"][0]["text"] = "line 1\r\n\tline 2 \u00e9\u4e2d\U0001f600 \x7f \u0085"
+    response = client.post("/v1/judge", json=body)
+    assert response.status_code == 200, response.text
+
+
+def test_unpaired_surrogate_is_refused(client: TestClient) -> None:
+    raw = json.dumps(group(1)).replace('"Answer 0', '"\\ud800Answer 0').encode()
+    response = post(client, raw)
+    assert response.status_code == 422
+    assert "answers.0.text" in response.json()["error"]["message"]
+
+
+def test_stored_judgements_are_not_revalidated_against_new_input_rules() -> None:
+    request = JudgeRequest.model_validate(group(1)).model_dump()
+    request["answers"][0]["text"] = "old \x01 text"
+    with pytest.raises(ValidationError):
+        JudgeRequest.model_validate(request)
+    assert JudgeRequest.model_validate(request, context=STORED).answers[0].text == "old \x01 text"
+
+
+# --------------------------------------------------------------------------- empty answers
+
+
+def test_empty_answers_are_judged_not_refused(client: TestClient, fake_backend: FakeBackend) -> None:
+    body = group(3)
+    body["answers"][1]["text"] = ""
+    body["answers"][2]["text"] = "   "
+    response = client.post("/v1/judge", json=body)
+    assert response.status_code == 200, response.text
+    answers = response.json()["answers"]
+    assert [a["status"] for a in answers] == ["scored"] * 3
+    prompt = fake_backend.requests[-1].messages[-1]["content"]
+    assert '<answer id="a1"></answer>' in prompt  # shown to the judge as empty, under its id
+    stored = client.get(f"/v1/judgements/{response.json()['judgement_id']}").json()
+    assert stored["request"]["answers"][1]["text"] == ""
+
+
+def test_empty_reference_and_conversation_text_are_allowed(client: TestClient) -> None:
+    body = group(1) | {"reference": "", "conversation": [{"role": "user", "content": ""}]}
+    assert client.post("/v1/judge", json=body).status_code == 200
