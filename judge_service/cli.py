@@ -1,4 +1,5 @@
-"""Command line: `judge-service serve` (or `python -m judge_service serve`), `judge-service prepare-model`."""
+"""Command line: `judge-service serve` (or `python -m judge_service serve`), `judge-service prepare-model`,
+and the judge-quality tools `calibrate`, `agreement` and `judge-file` (judge_service/quality/cli.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import logging
 import sys
 
 from judge_service.config import Settings
+from judge_service.quality import cli as quality_cli
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -16,7 +18,10 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--host", help="overrides JUDGE_HOST")
     serve.add_argument("--port", type=int, help="overrides JUDGE_PORT")
     commands.add_parser("prepare-model", help="prepare the embedded default model and print its folder")
+    quality_cli.add_commands(commands)
     args = parser.parse_args(argv)
+    if args.command in quality_cli.COMMANDS:
+        return quality_cli.run(args)
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     settings = Settings()

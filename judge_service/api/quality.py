@@ -1,16 +1,96 @@
-"""Judge-quality routes: regrading stored groups. Thin: the work is in the service and quality/."""
+"""Judge-quality routes: calibration, agreement with human labels, regrading. Thin: work is in quality/."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter
+from pydantic import Field, model_validator
 
 from judge_service.api.deps import ServiceDep
+from judge_service.errors import InvalidGroupError, NotFoundError
+from judge_service.quality.agreement import AgreementReport, HumanLabels, agreement
+from judge_service.quality.calibration import CalibrationReport, calibrate
 from judge_service.quality.regrade import RegradeRequest, RegradeResponse
-from judge_service.schemas import ErrorResponse
+from judge_service.quality.sources import JudgementGetter, index_for_labels, run_groups
+from judge_service.schemas import ErrorResponse, StrictModel
+from judge_service.service import JudgeService
 
 _ERRORS: dict[int | str, dict[str, object]] = {code: {"model": ErrorResponse} for code in (404, 422, 503)}
+_RUN_ID = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$"
 
 router = APIRouter(prefix="/v1", responses=_ERRORS)
+
+
+class RunSelection(StrictModel):
+    run_id: str | None = Field(default=None, pattern=_RUN_ID, description="Read the run's stored judgements.")
+    step: int | None = Field(default=None, ge=0, description="With run_id: only this step.")
+    fingerprint: str | None = Field(default=None, max_length=64, description="With run_id: only this grader.")
+
+
+class CalibrationRequest(RunSelection):
+    groups: list[list[float | None]] | None = Field(
+        default=None, min_length=1, max_length=100_000, description="Inline: each group's answer scores."
+    )
+
+    @model_validator(mode="after")
+    def _one_source(self) -> CalibrationRequest:
+        if (self.groups is None) == (self.run_id is None):
+            raise ValueError("give exactly one of groups and run_id")
+        return self
+
+
+class AgreementRequest(RunSelection):
+    human: list[HumanLabels] = Field(min_length=1, max_length=10_000)
+    scores: dict[str, dict[str, float | None]] | None = Field(
+        default=None,
+        description="Inline grader scores: judgement_id or group_key -> answer id -> score. Default: the "
+        "stored judgements (by judgement_id, or by group_key within run_id).",
+    )
+    scale: tuple[float, float] | None = Field(default=None, description="Human score scale; default 0-1.")
+
+
+@router.post("/quality/calibration", response_model=CalibrationReport, summary="Pass rates and a threshold")
+async def calibration(request: CalibrationRequest, service: ServiceDep) -> CalibrationReport:
+    if request.groups is not None:
+        return calibrate(request.groups)
+    groups = await run_groups(
+        service, request.run_id or "", step=request.step, fingerprint=request.fingerprint
+    )
+    return calibrate(groups)
+
+
+@router.post("/quality/agreement", response_model=AgreementReport, summary="Agreement with human labels")
+async def agreement_report(request: AgreementRequest, service: ServiceDep) -> AgreementReport:
+    try:
+        if request.scores is not None:
+            inline = request.scores
+            found = [(label, inline.get(label.key)) for label in request.human]
+        else:
+            index = await index_for_labels(
+                request.human,
+                get=_stored_getter(service),
+                lister=service,
+                run_id=request.run_id,
+                step=request.step,
+                fingerprint=request.fingerprint,
+            )
+            found = [(label, index.find(label)) for label in request.human]
+        if request.scale is not None and not request.scale[0] < request.scale[1]:
+            raise ValueError(f"scale must be (lowest, highest) with lowest < highest, got {request.scale}")
+        return agreement(found, default_scale=request.scale or (0.0, 1.0))
+    except ValueError as exc:
+        raise InvalidGroupError(str(exc)) from exc
+
+
+def _stored_getter(service: JudgeService) -> JudgementGetter:
+    async def get(judgement_id: str) -> dict[str, Any] | None:
+        try:
+            return (await service.get(judgement_id)).model_dump(mode="json")
+        except NotFoundError:
+            return None
+
+    return get
 
 
 @router.post(

@@ -1,13 +1,16 @@
-"""Reading a run's stored judgements page by page, from the store, the service or the HTTP API alike."""
+"""Reading stored judgements for quality reports, from the store, the service or the HTTP API alike."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import Protocol
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from typing import Any, Protocol
 
+from judge_service.quality.agreement import HumanLabels, JudgementIndex
 from judge_service.schemas import JudgementPage, JudgeResponse
 
 PAGE_SIZE = 500  # the largest page the HTTP API serves
+_FETCH_CONCURRENCY = 16
 
 
 class RunLister(Protocol):
@@ -41,3 +44,38 @@ async def run_groups(
         [a.score if a.status == "scored" else None for a in item.answers]
         async for item in iter_run(lister, run_id, step=step, fingerprint=fingerprint)
     ]
+
+
+JudgementGetter = Callable[[str], Awaitable[Mapping[str, Any] | None]]
+
+
+async def index_for_labels(
+    labels: Sequence[HumanLabels],
+    *,
+    get: JudgementGetter,
+    lister: RunLister | None = None,
+    run_id: str | None = None,
+    step: int | None = None,
+    fingerprint: str | None = None,
+) -> JudgementIndex:
+    """The grader scores human labels refer to: by judgement id via `get`, by group key in the run.
+
+    ValueError when labels name group keys but no run is given to find them in.
+    """
+    index = JudgementIndex()
+    if any(label.group_key is not None for label in labels):
+        if lister is None or run_id is None:
+            raise ValueError("labels that name a group_key need a run to look it up in (run_id)")
+        async for item in iter_run(lister, run_id, step=step, fingerprint=fingerprint):
+            index.add(item.model_dump(mode="json"))
+    ids = list(dict.fromkeys(label.judgement_id for label in labels if label.judgement_id is not None))
+    gate = asyncio.Semaphore(_FETCH_CONCURRENCY)
+
+    async def fetch(judgement_id: str) -> Mapping[str, Any] | None:
+        async with gate:
+            return await get(judgement_id)
+
+    for doc in await asyncio.gather(*(fetch(i) for i in ids)):
+        if doc is not None:
+            index.add(doc)
+    return index

@@ -1,0 +1,110 @@
+"""A small async client of the judge service's HTTP API, for the command-line tools.
+
+Retries what is worth retrying: 429 (honouring Retry-After), 502/503/504 and transport errors, with
+exponential backoff, `retries` times. Anything else comes back as the service's error body.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from judge_service.schemas import JudgementPage
+
+_RETRY_STATUSES = {429, 502, 503, 504}
+_MAX_WAIT_S = 30.0
+
+
+@dataclass
+class Reply:
+    status: int
+    body: dict[str, Any]
+
+    @property
+    def ok(self) -> bool:
+        return self.status == 200
+
+    def error(self) -> dict[str, Any]:
+        """The service's {"code", "message"} (or a stand-in when the body is not one)."""
+        error = self.body.get("error")
+        if isinstance(error, dict):
+            return {"code": error.get("code", "http_error"), "message": error.get("message", "")}
+        return {"code": "http_error", "message": f"HTTP {self.status}"}
+
+
+class JudgeClient:
+    def __init__(
+        self,
+        server: str,
+        *,
+        timeout_s: float = 600.0,
+        retries: int = 4,
+        backoff_s: float = 1.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self._http = httpx.AsyncClient(base_url=server.rstrip("/"), timeout=timeout_s, transport=transport)
+        self._retries = retries
+        self._backoff_s = backoff_s
+
+    async def __aenter__(self) -> JudgeClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._http.aclose()
+
+    async def request(self, method: str, path: str, **kwargs: Any) -> Reply:
+        attempt = 0
+        while True:
+            last = attempt >= self._retries
+            wait = min(self._backoff_s * 2**attempt, _MAX_WAIT_S)
+            attempt += 1
+            try:
+                response = await self._http.request(method, path, **kwargs)
+            except httpx.TransportError as exc:
+                if last:
+                    message = f"{type(exc).__name__}: {exc}"
+                    return Reply(0, {"error": {"code": "unreachable", "message": message}})
+                await asyncio.sleep(wait)
+                continue
+            if response.status_code in _RETRY_STATUSES and not last:
+                retry_after = response.headers.get("retry-after", "")
+                if retry_after.isdigit():
+                    wait = min(float(retry_after), _MAX_WAIT_S)
+                await asyncio.sleep(wait)
+                continue
+            try:
+                body = response.json()
+            except ValueError:
+                body = {"error": {"code": "http_error", "message": response.text[:200]}}
+            return Reply(response.status_code, body if isinstance(body, dict) else {"items": body})
+
+    async def judge(self, group: dict[str, Any]) -> Reply:
+        return await self.request("POST", "/v1/judge", json=group)
+
+    async def get(self, judgement_id: str) -> dict[str, Any] | None:
+        reply = await self.request("GET", f"/v1/judgements/{judgement_id}")
+        if reply.status == 404:
+            return None
+        return self._checked(reply)
+
+    async def list_run(
+        self, run_id: str, *, step: int | None, limit: int, cursor: str | None
+    ) -> JudgementPage:
+        params: dict[str, Any] = {"limit": limit}
+        if step is not None:
+            params["step"] = step
+        if cursor is not None:
+            params["cursor"] = cursor
+        reply = await self.request("GET", f"/v1/runs/{run_id}/judgements", params=params)
+        return JudgementPage.model_validate(self._checked(reply))
+
+    @staticmethod
+    def _checked(reply: Reply) -> dict[str, Any]:
+        if not reply.ok:
+            error = reply.error()
+            status = f"{reply.status} {error['code']}"
+            raise RuntimeError(f"the judge service answered {status}: {error['message']}")
+        return reply.body
