@@ -14,6 +14,8 @@ from judge_service.errors import JudgeServiceError, OverloadedError
 
 log = logging.getLogger(__name__)
 
+_UNPARSABLE_BODY = "There was an error parsing the body"
+
 
 def error_response(
     status: int, code: str, message: str, details: Any = None, headers: Any = None
@@ -45,6 +47,11 @@ async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
 
 async def _http_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
+    if exc.status_code == 400 and exc.detail == _UNPARSABLE_BODY:
+        # FastAPI's answer to a body it cannot decode (e.g. not UTF-8); malformed JSON is already 422.
+        return error_response(
+            422, "invalid_request", "the request body could not be read: send JSON encoded as UTF-8"
+        )
     code = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}.get(exc.status_code, "http_error")
     return error_response(exc.status_code, code, str(exc.detail), headers=getattr(exc, "headers", None))
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Response
+from fastapi.responses import PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from judge_service.api.deps import MetricsDep, ServiceDep
@@ -25,6 +26,6 @@ async def readyz(service: ServiceDep, response: Response) -> dict[str, str]:
     return {"status": "ready"}
 
 
-@router.get("/metrics", summary="Prometheus metrics")
+@router.get("/metrics", summary="Prometheus metrics", response_class=PlainTextResponse)
 async def metrics(metrics: MetricsDep) -> Response:
     return Response(content=metrics.render(), media_type=CONTENT_TYPE_LATEST)
