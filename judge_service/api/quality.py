@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter
 from pydantic import Field, model_validator
@@ -18,6 +18,7 @@ from judge_service.service import JudgeService
 
 _ERRORS: dict[int | str, dict[str, object]] = {code: {"model": ErrorResponse} for code in (404, 422, 503)}
 _RUN_ID = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$"
+Score = Annotated[float, Field(allow_inf_nan=False)] | None
 
 router = APIRouter(prefix="/v1", responses=_ERRORS)
 
@@ -29,7 +30,7 @@ class RunSelection(StrictModel):
 
 
 class CalibrationRequest(RunSelection):
-    groups: list[list[float | None]] | None = Field(
+    groups: list[list[Score]] | None = Field(
         default=None, min_length=1, max_length=100_000, description="Inline: each group's answer scores."
     )
 
@@ -42,7 +43,7 @@ class CalibrationRequest(RunSelection):
 
 class AgreementRequest(RunSelection):
     human: list[HumanLabels] = Field(min_length=1, max_length=10_000)
-    scores: dict[str, dict[str, float | None]] | None = Field(
+    scores: dict[str, dict[str, Score]] | None = Field(
         default=None,
         description="Inline grader scores: judgement_id or group_key -> answer id -> score. Default: the "
         "stored judgements (by judgement_id, or by group_key within run_id).",

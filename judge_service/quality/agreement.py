@@ -23,6 +23,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from judge_service.schemas import MAX_ANSWERS
+
 _TOLERANCE = 1e-9  # grader scores are rounded to 6 places: closer than this is a tie
 
 Scores = Mapping[str, float | None]
@@ -35,7 +37,9 @@ class HumanLabels(BaseModel):
 
     judgement_id: str | None = Field(default=None, max_length=64)
     group_key: str | None = Field(default=None, max_length=256)
-    human: dict[str, float] = Field(min_length=1, description="answer id -> score, or rank (1 is best)")
+    human: dict[str, float] = Field(
+        min_length=1, max_length=MAX_ANSWERS, description="answer id -> score, or rank (1 is best)"
+    )
     kind: Literal["score", "rank"] = "score"
     scale: tuple[float, float] | None = Field(
         default=None, description="For scores: the human scale's lowest and highest value; default 0-1."
@@ -258,7 +262,8 @@ def answer_scores(judgement: Mapping[str, Any]) -> dict[str, float | None]:
     scores: dict[str, float | None] = {}
     for answer in judgement.get("answers", []):
         score = answer.get("score")
-        scored = answer.get("status", "scored") == "scored" and isinstance(score, int | float)
+        usable = isinstance(score, int | float) and not isinstance(score, bool) and math.isfinite(score)
+        scored = answer.get("status", "scored") == "scored" and usable
         scores[str(answer.get("id"))] = float(score) if scored else None
     return scores
 

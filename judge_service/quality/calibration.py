@@ -18,6 +18,7 @@ judge failure never looks like a failing answer.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -162,7 +163,9 @@ def _answer_score(answer: Mapping[str, Any]) -> float | None:
     score = answer.get("score")
     if answer.get("status", "scored") != "scored" or isinstance(score, bool):
         return None
-    return float(score) if isinstance(score, int | float) else None
+    if isinstance(score, int | float) and math.isfinite(score):
+        return float(score)
+    return None
 
 
 def groups_from_jsonl(lines: Iterable[str]) -> tuple[list[list[float | None]], int]:

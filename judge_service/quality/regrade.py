@@ -11,6 +11,8 @@ regrades.
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import Field, ValidationError, model_validator
 
 from judge_service.errors import InvalidGroupError
@@ -29,7 +31,9 @@ _RUN_ID = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$"
 
 
 class RegradeRequest(StrictModel):
-    judgement_ids: list[str] | None = Field(default=None, min_length=1, max_length=MAX_BATCH_GROUPS)
+    judgement_ids: list[Annotated[str, Field(min_length=1, max_length=64)]] | None = Field(
+        default=None, min_length=1, max_length=MAX_BATCH_GROUPS
+    )
     run_id: str | None = Field(default=None, pattern=_RUN_ID)
     step: int | None = Field(default=None, ge=0, description="With run_id: only this step.")
     limit: int = Field(default=64, ge=1, le=MAX_BATCH_GROUPS, description="With run_id: judgements per call.")

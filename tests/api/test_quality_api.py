@@ -92,3 +92,12 @@ def test_agreement_errors_are_422(client: TestClient) -> None:
 def test_openapi_lists_the_quality_routes(client: TestClient) -> None:
     paths = client.get("/openapi.json").json()["paths"]
     assert {"/v1/quality/calibration", "/v1/quality/agreement", "/v1/regrade"} <= set(paths)
+
+
+def test_non_finite_scores_are_refused(client: TestClient) -> None:
+    response = client.post(
+        "/v1/quality/calibration",
+        content=b'{"groups": [[NaN, 0.5]]}',
+        headers={"content-type": "application/json"},
+    )
+    assert response.status_code == 422
