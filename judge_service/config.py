@@ -51,6 +51,9 @@ class Settings(BaseSettings):
     enforce_eager: bool | None = Field(default=None, description="None: eager on CPU, compiled on GPU.")
     enable_prefix_caching: bool = Field(default=True, description="Reuse the rubric prefix across groups.")
     max_num_seqs: int = Field(default=64, ge=1, description="Engine batch size cap (sequences).")
+    fake_latency_s: float = Field(
+        default=0.0, ge=0, le=600, description="backend=fake: seconds each judge call takes (load tests)."
+    )
 
     openai_base_url: str = Field(default="http://127.0.0.1:8001/v1", description="For backend=openai.")
     openai_api_key: str | None = Field(default=None, description="Bearer token for the OpenAI endpoint.")

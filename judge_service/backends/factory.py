@@ -21,7 +21,9 @@ def build_backend(
     if settings.backend == "fake":
         from judge_service.backends.fake import FakeBackend
 
-        return FakeBackend(model_name=settings.served_model_name or "fake-judge")
+        return FakeBackend(
+            model_name=settings.served_model_name or "fake-judge", latency_s=settings.fake_latency_s
+        )
     if settings.backend == "openai":
         from judge_service.backends.openai_http import OpenAIHTTPBackend
 
