@@ -12,6 +12,7 @@ from starlette.middleware.base import RequestResponseEndpoint
 
 from judge_service.admission import GroupAdmission
 from judge_service.api import health, quality, routes
+from judge_service.api.drain import DrainGate, DrainState
 from judge_service.api.errors import install_error_handlers
 from judge_service.api.limits import BodySizeLimit
 from judge_service.backends.base import JudgeBackend
@@ -37,6 +38,7 @@ def create_app(
     """Build the service. `backend`, `store` and `metrics` replace the configured ones (tests, benchmarks)."""
     settings = settings or Settings()
     metrics = metrics or JudgeMetrics()
+    drain = DrainState()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -62,10 +64,12 @@ def create_app(
             admission=GroupAdmission(settings.max_groups_in_flight, settings.max_groups_queued, metrics),
         )
         app.state.service = service
+        drain.reopen()
         loading = asyncio.create_task(_load(judge_backend, service, metrics))
         try:
             yield
         finally:
+            await drain.drain(settings.drain_timeout_s)  # groups in flight finish and are stored
             loading.cancel()
             await judge_backend.close()
             await judgement_store.close()
@@ -78,9 +82,11 @@ def create_app(
     )
     app.state.metrics = metrics
     app.state.settings = settings
+    app.state.drain = drain
     install_error_handlers(app)
     # Middleware added later runs earlier: request counting sees every refusal below.
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
+    app.add_middleware(DrainGate, state=drain)
     app.include_router(routes.router)
     app.include_router(health.router)
     app.include_router(quality.router)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import sys
 
 from judge_service.config import Settings
@@ -39,7 +40,14 @@ def _serve(settings: Settings) -> int:
 
     from judge_service.app import create_app
 
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="info")
+    uvicorn.run(
+        create_app(settings),
+        host=settings.host,
+        port=settings.port,
+        log_level="info",
+        # SIGTERM: stop accepting, let open requests finish (bounded), then the lifespan drains too.
+        timeout_graceful_shutdown=max(1, math.ceil(settings.drain_timeout_s)),
+    )
     return 0
 
 

@@ -84,6 +84,13 @@ class Settings(BaseSettings):
     max_groups_queued: int = Field(default=256, ge=0, description="Waiting groups before answering 429.")
 
     # --- input limits
+    drain_timeout_s: float = Field(
+        default=60.0,
+        gt=0,
+        le=3600,
+        description="At shutdown (SIGTERM), how long requests in flight may take to finish; new ones get "
+        "503 shutting_down meanwhile. Keep the orchestrator's grace period above it.",
+    )
     max_request_bytes: int = Field(
         default=4 * 2**20,
         ge=1024,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Request, Response
 from fastapi.responses import PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 
@@ -17,7 +17,10 @@ async def healthz() -> dict[str, str]:
 
 
 @router.get("/readyz", summary="The judge model is loaded and requests will be graded")
-async def readyz(service: ServiceDep, response: Response) -> dict[str, str]:
+async def readyz(service: ServiceDep, response: Response, request: Request) -> dict[str, str]:
+    if request.app.state.drain.draining:
+        response.status_code = 503
+        return {"status": "draining"}
     if not service.judge_ready:
         response.status_code = 503
         if service.load_error:

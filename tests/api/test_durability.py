@@ -1,0 +1,198 @@
+"""Crashes and shutdowns lose nothing that was acknowledged.
+
+- SIGKILL mid-load: every judgement answered with 200 is found after a restart on the same database.
+- SIGTERM: groups in flight finish (200) before the process exits, cleanly.
+- In-process: the lifespan's drain waits for requests in flight before closing the store, refuses
+  new ones with 503 shutting_down meanwhile, and is bounded by JUDGE_DRAIN_TIMEOUT_S.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import pytest
+
+from judge_service.app import create_app
+from judge_service.backends.fake import FakeBackend
+from judge_service.config import Settings
+from judge_service.store.sqlite import SqliteJudgementStore
+from tests.api.service_process import ServiceProcess, group, metric_value
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture
+def processes() -> Iterator[list[ServiceProcess]]:
+    started: list[ServiceProcess] = []
+    yield started
+    for proc in started:
+        proc.stop()
+
+
+# --------------------------------------------------------------------------- SIGKILL
+
+
+def test_sigkill_mid_load_loses_no_acknowledged_judgement(
+    tmp_path: Path, processes: list[ServiceProcess]
+) -> None:
+    db = tmp_path / "judgements.sqlite3"
+    first = ServiceProcess(tmp_path, db_path=db, fake_latency_s=0.05, max_groups_in_flight=8)
+    processes.append(first.start())
+    acked: dict[str, dict[str, object]] = {}
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def load(worker: int) -> int:
+        failures = 0
+        with httpx.Client(base_url=first.url, timeout=5) as client:
+            for i in range(10_000):
+                if stop.is_set():
+                    break
+                try:
+                    response = client.post("/v1/judge", json=group(3, group_key=f"w{worker}-{i}"))
+                except httpx.HTTPError:
+                    failures += 1  # the kill: connection reset or refused
+                    time.sleep(0.01)
+                    continue
+                if response.status_code == 200:
+                    body = response.json()
+                    with lock:
+                        acked[body["judgement_id"]] = body
+        return failures
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        workers = [pool.submit(load, w) for w in range(6)]
+        deadline = time.monotonic() + 30
+        while len(acked) < 40 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        first.signal(signal.SIGKILL)
+        assert first.wait(10) == -signal.SIGKILL
+        time.sleep(0.2)  # requests in flight at the kill fail now, and are not acknowledged
+        stop.set()
+        failures = sum(w.result() for w in workers)
+    assert len(acked) >= 40, "the load never got going"
+    assert failures >= 1, "the kill did not happen mid-load"
+
+    second = ServiceProcess(tmp_path, db_path=db)
+    processes.append(second.start())
+    with httpx.Client(base_url=second.url, timeout=10) as client:
+        for judgement_id, body in acked.items():
+            response = client.get(f"/v1/judgements/{judgement_id}")
+            assert response.status_code == 200, (judgement_id, response.text)
+            stored = response.json()
+            assert stored["answers"] == body["answers"]
+            assert stored["group_key"] == body["group_key"]
+
+
+# --------------------------------------------------------------------------- SIGTERM
+
+
+def test_sigterm_lets_groups_in_flight_finish_then_exits_cleanly(
+    tmp_path: Path, processes: list[ServiceProcess]
+) -> None:
+    db = tmp_path / "judgements.sqlite3"
+    service = ServiceProcess(tmp_path, db_path=db, fake_latency_s=1.5, drain_timeout_s=20)
+    processes.append(service.start())
+    n = 4
+
+    def one(i: int) -> httpx.Response:
+        with httpx.Client(base_url=service.url, timeout=20) as client:
+            return client.post("/v1/judge", json=group(2, group_key=f"t{i}"))
+
+    with ThreadPoolExecutor(max_workers=n) as pool:
+        futures = [pool.submit(one, i) for i in range(n)]
+        with httpx.Client(base_url=service.url, timeout=5) as probe:
+            deadline = time.monotonic() + 10
+            while metric_value(probe.get("/metrics").text, "judge_groups_in_flight") < n:
+                assert time.monotonic() < deadline, "the groups never got in flight"
+                time.sleep(0.02)
+        service.signal(signal.SIGTERM)
+        responses = [f.result() for f in futures]
+
+    assert [r.status_code for r in responses] == [200] * n, [r.text for r in responses]
+    # uvicorn re-raises the signal after its graceful shutdown, so the status is 0 or "killed by TERM".
+    assert service.wait(15) in (0, -signal.SIGTERM)
+    log = service.log()
+    assert "drained: no request in flight" in log, log
+    assert "Application shutdown complete" in log and "Finished server process" in log, log
+    assert "Traceback" not in log and "ERROR" not in log, log
+
+    restarted = ServiceProcess(tmp_path, db_path=db)
+    processes.append(restarted.start())
+    with httpx.Client(base_url=restarted.url, timeout=10) as client:
+        for response in responses:
+            assert client.get(f"/v1/judgements/{response.json()['judgement_id']}").status_code == 200
+
+
+# --------------------------------------------------------------------------- the lifespan's drain
+
+
+async def _started(
+    tmp_path: Path, latency_s: float, drain_timeout_s: float
+) -> tuple[object, httpx.AsyncClient]:
+    app = create_app(
+        Settings(backend="fake", home_dir=tmp_path, drain_timeout_s=drain_timeout_s),
+        backend=FakeBackend(latency_s=latency_s),
+    )
+    lifespan = app.router.lifespan_context(app)
+    await lifespan.__aenter__()
+    client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://judge.test")
+    for _ in range(500):
+        if (await client.get("/readyz")).status_code == 200:
+            return lifespan, client
+        await asyncio.sleep(0.01)
+    raise TimeoutError("the service never became ready")
+
+
+async def _until_in_flight(client: httpx.AsyncClient) -> None:
+    for _ in range(500):
+        if metric_value((await client.get("/metrics")).text, "judge_groups_in_flight") >= 1:
+            return
+        await asyncio.sleep(0.01)
+    raise TimeoutError("the group never got in flight")
+
+
+async def test_shutdown_waits_for_the_group_in_flight_and_refuses_new_ones(tmp_path: Path) -> None:
+    lifespan, client = await _started(tmp_path, latency_s=0.5, drain_timeout_s=10)
+    in_flight = asyncio.create_task(client.post("/v1/judge", json=group(2)))
+    await _until_in_flight(client)
+    shutdown = asyncio.create_task(lifespan.__aexit__(None, None, None))  # type: ignore[attr-defined]
+    await asyncio.sleep(0.05)
+
+    refused = await client.post("/v1/judge", json=group(1))
+    assert refused.status_code == 503
+    assert refused.json()["error"]["code"] == "shutting_down"
+    assert refused.headers["Retry-After"] == "1"
+    assert (await client.get("/readyz")).json() == {"status": "draining"}
+    assert not shutdown.done()
+
+    response = await in_flight
+    assert response.status_code == 200, response.text
+    await asyncio.wait_for(shutdown, 5)
+    await client.aclose()
+
+    store = SqliteJudgementStore(tmp_path / "judgements.sqlite3")
+    await store.open()
+    try:
+        assert await store.get(response.json()["judgement_id"]) is not None
+    finally:
+        await store.close()
+
+
+async def test_drain_is_bounded_by_the_timeout(tmp_path: Path) -> None:
+    lifespan, client = await _started(tmp_path, latency_s=30, drain_timeout_s=0.3)
+    stuck = asyncio.create_task(client.post("/v1/judge", json=group(1)))
+    await _until_in_flight(client)
+    started = time.monotonic()
+    await asyncio.wait_for(lifespan.__aexit__(None, None, None), 5)  # type: ignore[attr-defined]
+    assert time.monotonic() - started < 2
+    stuck.cancel()
+    await asyncio.gather(stuck, return_exceptions=True)
+    await client.aclose()
