@@ -12,6 +12,7 @@ from starlette.middleware.base import RequestResponseEndpoint
 
 from judge_service.admission import GroupAdmission
 from judge_service.api import health, quality, routes
+from judge_service.api.auth import ApiKeyAuth, parse_keys, public_paths
 from judge_service.api.drain import DrainGate, DrainState
 from judge_service.api.errors import install_error_handlers
 from judge_service.api.limits import BodySizeLimit
@@ -86,6 +87,9 @@ def create_app(
     install_error_handlers(app)
     # Middleware added later runs earlier: request counting sees every refusal below.
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
+    app.add_middleware(
+        ApiKeyAuth, keys=parse_keys(settings.api_keys), public_paths=public_paths(settings.metrics_public)
+    )
     app.add_middleware(DrainGate, state=drain)
     app.include_router(routes.router)
     app.include_router(health.router)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -97,6 +97,14 @@ class Settings(BaseSettings):
         description="Largest request body accepted (413 too_large beyond it); 4 MiB holds dozens of "
         "typical groups per batch, while a single group that large would not fit a judge's context.",
     )
+
+    # --- access
+    api_keys: SecretStr | None = Field(
+        default=None,
+        description="Comma-separated bearer tokens; when set, every route but /healthz, /readyz (and "
+        "/metrics when public) needs 'Authorization: Bearer <key>'. Unset: no authentication.",
+    )
+    metrics_public: bool = Field(default=True, description="Serve /metrics without an API key.")
 
     # --- storage
     db_path: Path | None = Field(default=None, description="SQLite file; None: home_dir/judgements.sqlite3.")

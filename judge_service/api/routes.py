@@ -18,7 +18,7 @@ from judge_service.schemas import (
 )
 
 _ERRORS: dict[int | str, dict[str, object]] = {
-    code: {"model": ErrorResponse} for code in (404, 413, 422, 429, 502, 503, 504)
+    code: {"model": ErrorResponse} for code in (401, 404, 409, 413, 422, 429, 502, 503, 504)
 }
 
 router = APIRouter(prefix="/v1", responses=_ERRORS)
