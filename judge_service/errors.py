@@ -4,6 +4,7 @@
     ├── InvalidGroupError              invalid_group   422  the request is well-formed JSON but unusable
     │   └── PromptTooLongError         prompt_too_long 422  the rendered group exceeds the judge's context
     ├── NotFoundError                  not_found       404
+    ├── ConflictError                  conflict        409  an Idempotency-Key reused for another request
     ├── OverloadedError                overloaded      429  admission queue full (carries retry_after_s)
     ├── NotReadyError                  not_ready       503  the engine is still loading or has shut down
     └── JudgeBackendError              judge_unavailable 502  the judge could not produce any output
@@ -40,6 +41,11 @@ class PromptTooLongError(InvalidGroupError):
 class NotFoundError(JudgeServiceError):
     code = "not_found"
     http_status = 404
+
+
+class ConflictError(JudgeServiceError):
+    code = "conflict"
+    http_status = 409
 
 
 class OverloadedError(JudgeServiceError):

@@ -50,6 +50,11 @@ class JudgeMetrics:
         )
         for kind in OUTPUT_PROBLEMS:
             self.output_problems.labels(kind=kind)
+        self.idempotent_replays = Counter(
+            "judge_idempotent_replays_total",
+            "Requests answered with the judgement already stored under their Idempotency-Key",
+            registry=r,
+        )
         self.retries = Counter(
             "judge_retries_total", "Judge calls repeated, by reason", ["reason"], registry=r
         )

@@ -13,6 +13,7 @@ from judge_service.criteria import resolve_criteria
 from judge_service.errors import JudgeServiceError, NotFoundError, NotReadyError
 from judge_service.graders.composite import combine, plan_for, rule_grades
 from judge_service.graders.llm_judge import JudgeOutcome, LLMJudge
+from judge_service.idempotency import IdempotencyGuard
 from judge_service.metrics import JudgeMetrics
 from judge_service.quality.fingerprint import grader_fingerprint
 from judge_service.quality.orders import (
@@ -37,7 +38,7 @@ from judge_service.schemas import (
     Timings,
     Usage,
 )
-from judge_service.store.base import JudgementStore
+from judge_service.store.base import IdempotencyKey, JudgementStore
 
 
 @dataclass(frozen=True)
@@ -63,10 +64,25 @@ class JudgeService:
         self._store = store
         self._metrics = metrics
         self._admission = admission
+        self._idempotency = IdempotencyGuard(store, metrics)
         self.judge_ready = False
         self.load_error: str | None = None
 
-    async def grade(self, request: JudgeRequest, *, regrade_of: str | None = None) -> JudgeResponse:
+    async def grade(
+        self, request: JudgeRequest, *, regrade_of: str | None = None, idempotency_key: str | None = None
+    ) -> JudgeResponse:
+        """Grade and store one group; with an idempotency key, at most once per key (idempotency.py)."""
+        if idempotency_key is not None:
+            return await self._idempotency.once(idempotency_key, request, self._grade)
+        return await self._grade(request, regrade_of=regrade_of)
+
+    async def _grade(
+        self,
+        request: JudgeRequest,
+        *,
+        regrade_of: str | None = None,
+        idempotency: IdempotencyKey | None = None,
+    ) -> JudgeResponse:
         started = time.perf_counter()
         judgement_id = uuid.uuid4().hex
         plan = plan_for(request)
@@ -104,7 +120,7 @@ class JudgeService:
             grader_fingerprint=grader_fingerprint(plan, request, self._judge),
             regrade_of=regrade_of,
         )
-        await self._store.save(stored)
+        await self._store.save(stored, idempotency=idempotency)
         self._observe(stored)
         return JudgeResponse.model_validate(stored.model_dump(exclude={"request", "raw_outputs"}))
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Header, Path, Query
 
 from judge_service.api.deps import ServiceDep
 from judge_service.schemas import (
@@ -27,9 +27,25 @@ JudgementId = Annotated[str, Path(pattern=r"^[0-9a-f]{32}$", description="judgem
 RunId = Annotated[str, Path(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$")]
 
 
+IdempotencyKeyHeader = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        min_length=1,
+        max_length=255,
+        pattern=r"^[\x21-\x7e]+$",
+        description="Retry safely: a request repeated with the same key and body returns the stored "
+        "judgement (same judgement_id) without judging again; the same key with another body is 409. "
+        "1-255 visible ASCII characters, e.g. a UUID.",
+    ),
+]
+
+
 @router.post("/judge", response_model=JudgeResponse, summary="Grade one group of answers")
-async def judge(request: JudgeRequest, service: ServiceDep) -> JudgeResponse:
-    return await service.grade(request)
+async def judge(
+    request: JudgeRequest, service: ServiceDep, idempotency_key: IdempotencyKeyHeader = None
+) -> JudgeResponse:
+    return await service.grade(request, idempotency_key=idempotency_key)
 
 
 @router.post("/judge/batch", response_model=BatchJudgeResponse, summary="Grade many groups in one request")

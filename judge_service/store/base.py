@@ -2,9 +2,30 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol
 
 from judge_service.schemas import JudgementPage, StoredJudgement
+
+
+@dataclass(frozen=True)
+class IdempotencyKey:
+    """A caller's Idempotency-Key and the hash of the request it came with (judge_service/idempotency.py)."""
+
+    key: str
+    request_hash: str
+
+
+@dataclass(frozen=True)
+class KeyedJudgement:
+    """A judgement stored under an idempotency key, with the hash of the request that produced it."""
+
+    judgement: StoredJudgement
+    request_hash: str
+
+
+class IdempotencyKeyTaken(Exception):
+    """save(): a judgement is already stored under this idempotency key (a concurrent duplicate won)."""
 
 
 class JudgementStore(Protocol):
@@ -12,9 +33,12 @@ class JudgementStore(Protocol):
         """Create or migrate the storage; idempotent."""
         ...
 
-    async def save(self, judgement: StoredJudgement) -> None:
-        """Durably write one judgement (committed before returning)."""
+    async def save(self, judgement: StoredJudgement, *, idempotency: IdempotencyKey | None = None) -> None:
+        """Durably write one judgement (committed before returning); at most one per idempotency key,
+        else IdempotencyKeyTaken."""
         ...
+
+    async def get_by_idempotency_key(self, key: str) -> KeyedJudgement | None: ...
 
     async def get(self, judgement_id: str) -> StoredJudgement | None: ...
 

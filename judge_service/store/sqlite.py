@@ -22,6 +22,7 @@ from typing import TypeVar
 
 from judge_service.errors import InvalidGroupError
 from judge_service.schemas import STORED, JudgementPage, JudgeResponse, StoredJudgement
+from judge_service.store.base import IdempotencyKey, IdempotencyKeyTaken, KeyedJudgement
 
 __all__ = ["MIGRATIONS", "SqliteJudgementStore"]
 
@@ -53,6 +54,14 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX judgements_run_step ON judgements (run_id, step, id);
     CREATE INDEX judgements_run ON judgements (run_id, id);
+    """,
+    # 2: idempotency keys (POST /v1/judge with Idempotency-Key). The unique index is what settles a
+    # race between two requests with the same key: one insert wins, the other reads the winner. NULLs
+    # (no key) do not collide.
+    """
+    ALTER TABLE judgements ADD COLUMN idempotency_key TEXT;
+    ALTER TABLE judgements ADD COLUMN request_hash TEXT;
+    CREATE UNIQUE INDEX judgements_idempotency_key ON judgements (idempotency_key);
     """,
 ]
 
@@ -196,8 +205,9 @@ class SqliteJudgementStore:
 
     # ------------------------------------------------------------------ operations
 
-    async def save(self, judgement: StoredJudgement) -> None:
-        """Write one judgement and commit it durably; ValueError if its id is already stored."""
+    async def save(self, judgement: StoredJudgement, *, idempotency: IdempotencyKey | None = None) -> None:
+        """Write one judgement and commit it durably; ValueError if its id is already stored,
+        IdempotencyKeyTaken if another judgement holds its idempotency key."""
         doc = judgement.model_dump_json()
         row = (
             judgement.judgement_id,
@@ -210,16 +220,21 @@ class SqliteJudgementStore:
             judgement.prompt_version,
             judgement.status,
             doc,
+            idempotency.key if idempotency else None,
+            idempotency.request_hash if idempotency else None,
         )
 
         def insert() -> None:
             try:
                 self._connection().execute(
                     "INSERT INTO judgements (judgement_id, created_at, run_id, step, group_key, grader,"
-                    " judge_model, prompt_version, status, doc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    " judge_model, prompt_version, status, doc, idempotency_key, request_hash)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     row,
                 )
             except sqlite3.IntegrityError as exc:
+                if "judgements.idempotency_key" in str(exc) and idempotency is not None:
+                    raise IdempotencyKeyTaken(idempotency.key) from exc
                 if "judgements.judgement_id" in str(exc):
                     raise ValueError(
                         f"judgement {judgement.judgement_id!r} is already stored; ids must be unique"
@@ -236,6 +251,20 @@ class SqliteJudgementStore:
                 .fetchone()
             )
             return None if found is None else StoredJudgement.model_validate_json(found[0], context=STORED)
+
+        return await self._run(select)
+
+    async def get_by_idempotency_key(self, key: str) -> KeyedJudgement | None:
+        def select() -> KeyedJudgement | None:
+            found = (
+                self._connection()
+                .execute("SELECT doc, request_hash FROM judgements WHERE idempotency_key = ?", (key,))
+                .fetchone()
+            )
+            if found is None:
+                return None
+            judgement = StoredJudgement.model_validate_json(found[0], context=STORED)
+            return KeyedJudgement(judgement=judgement, request_hash=found[1])
 
         return await self._run(select)
 

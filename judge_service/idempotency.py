@@ -1,0 +1,93 @@
+"""At most one judgement per Idempotency-Key, so a trainer can retry POST /v1/judge without paying twice.
+
+A trainer that timed out or lost its connection cannot know whether its group was judged. With a key:
+- the first request is judged and stored under the key, with a hash of the request;
+- a retry with the same key and the same request gets the stored judgement (same judgement_id), and
+  the judge is not called again;
+- the same key with a different request is refused with 409 `conflict`: a key names one request;
+- concurrent duplicates in this process wait for the first one and then get its judgement (or, if it
+  failed, are judged themselves: failures are not stored, so they are not replayed);
+- across processes sharing the database, the unique index on the key lets only one insert win; the
+  loser returns the winner's judgement (its own judge work is dropped, never stored twice).
+
+The hash is of the validated request in canonical JSON, so key order and whitespace do not matter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from judge_service.errors import ConflictError
+from judge_service.metrics import JudgeMetrics
+from judge_service.schemas import JudgeRequest, JudgeResponse, StoredJudgement
+from judge_service.store.base import IdempotencyKey, IdempotencyKeyTaken, JudgementStore
+
+GradeFn = Callable[..., Awaitable[JudgeResponse]]  # JudgeService._grade(request, idempotency=...)
+
+
+def request_hash(request: JudgeRequest) -> str:
+    canonical = json.dumps(request.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def response_of(stored: StoredJudgement) -> JudgeResponse:
+    return JudgeResponse.model_validate(stored.model_dump(exclude={"request", "raw_outputs"}))
+
+
+@dataclass
+class _Running:
+    request_hash: str
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class IdempotencyGuard:
+    def __init__(self, store: JudgementStore, metrics: JudgeMetrics) -> None:
+        self._store = store
+        self._metrics = metrics
+        self._running: dict[str, _Running] = {}
+
+    async def once(self, key: str, request: JudgeRequest, grade: GradeFn) -> JudgeResponse:
+        digest = request_hash(request)
+        while (running := self._running.get(key)) is not None:
+            if running.request_hash != digest:
+                raise _conflict(key, None)
+            await running.done.wait()  # then the loop: its judgement is stored now, or it failed
+        # Claimed before the first await, so no other request with this key can slip in meanwhile.
+        mine = _Running(digest)
+        self._running[key] = mine
+        try:
+            replay = await self._replay(key, digest)
+            if replay is not None:
+                return replay
+            try:
+                return await grade(request, idempotency=IdempotencyKey(key, digest))
+            except IdempotencyKeyTaken:
+                replay = await self._replay(key, digest)  # another process stored it first
+                if replay is None:
+                    raise
+                return replay
+        finally:
+            del self._running[key]
+            mine.done.set()
+
+    async def _replay(self, key: str, digest: str) -> JudgeResponse | None:
+        found = await self._store.get_by_idempotency_key(key)
+        if found is None:
+            return None
+        if found.request_hash != digest:
+            raise _conflict(key, found.judgement.judgement_id)
+        self._metrics.idempotent_replays.inc()
+        return response_of(found.judgement)
+
+
+def _conflict(key: str, judgement_id: str | None) -> ConflictError:
+    where = f"judgement {judgement_id}" if judgement_id else "a request still being judged"
+    return ConflictError(
+        f"Idempotency-Key {key[:64]!r} was already used for a different request ({where}); send the "
+        "identical request to get that judgement, or use a new key for a new request",
+        details={"judgement_id": judgement_id} if judgement_id else None,
+    )

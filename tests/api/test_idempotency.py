@@ -1,0 +1,209 @@
+"""Idempotency-Key on POST /v1/judge: retries get the stored judgement, never a second judge call."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+
+import judge_service.store.sqlite as sqlite_store
+from judge_service.app import create_app
+from judge_service.backends.fake import FakeBackend
+from judge_service.config import Settings
+from judge_service.errors import JudgeBackendError
+from judge_service.idempotency import request_hash
+from judge_service.schemas import JudgeRequest, StoredJudgement, Timings, Usage
+from judge_service.store.base import IdempotencyKey, IdempotencyKeyTaken
+from judge_service.store.sqlite import SqliteJudgementStore
+from tests.api.conftest import group, make_client, wait_ready
+
+
+def key(value: str) -> dict[str, str]:
+    return {"Idempotency-Key": value}
+
+
+def replays(client: TestClient) -> float:
+    for line in client.get("/metrics").text.splitlines():
+        if line.startswith("judge_idempotent_replays_total "):
+            return float(line.split()[1])
+    raise KeyError("judge_idempotent_replays_total")
+
+
+def test_retry_with_the_same_key_returns_the_stored_judgement(
+    client: TestClient, fake_backend: FakeBackend
+) -> None:
+    first = client.post("/v1/judge", json=group(3, run_id="r1"), headers=key("k-1"))
+    assert first.status_code == 200
+    calls = len(fake_backend.requests)
+    again = client.post("/v1/judge", json=group(3, run_id="r1"), headers=key("k-1"))
+    assert again.status_code == 200
+    assert again.json() == first.json()
+    assert len(fake_backend.requests) == calls, "the judge was called again"
+    assert replays(client) == 1
+    page = client.get("/v1/runs/r1/judgements").json()
+    assert [i["judgement_id"] for i in page["items"]] == [first.json()["judgement_id"]]
+
+
+def test_the_same_request_in_another_json_layout_is_the_same_request(client: TestClient) -> None:
+    body = group(2, step=4)
+    first = client.post("/v1/judge", json=body, headers=key("layout"))
+    reordered = json.dumps(dict(reversed(list(body.items()))), indent=2).encode()
+    again = client.post(
+        "/v1/judge", content=reordered, headers=key("layout") | {"content-type": "application/json"}
+    )
+    assert again.json()["judgement_id"] == first.json()["judgement_id"]
+
+
+def test_the_same_key_with_another_request_is_409(client: TestClient) -> None:
+    first = client.post("/v1/judge", json=group(2), headers=key("k-2")).json()
+    response = client.post("/v1/judge", json=group(3), headers=key("k-2"))
+    assert response.status_code == 409
+    error = response.json()["error"]
+    assert error["code"] == "conflict"
+    assert "'k-2'" in error["message"] and first["judgement_id"] in error["message"]
+    assert "use a new key" in error["message"]
+    assert error["details"] == {"judgement_id": first["judgement_id"]}
+
+
+def test_without_a_key_every_request_is_judged(client: TestClient, fake_backend: FakeBackend) -> None:
+    a = client.post("/v1/judge", json=group(2)).json()
+    b = client.post("/v1/judge", json=group(2)).json()
+    assert a["judgement_id"] != b["judgement_id"]
+    assert len(fake_backend.requests) == 2
+
+
+@pytest.mark.parametrize("bad", ["has space", "x" * 256, "caf\u00e9", ""])
+def test_malformed_keys_are_422(client: TestClient, bad: str) -> None:
+    response = client.post("/v1/judge", json=group(1), headers={"Idempotency-Key": bad.encode()})
+    assert response.status_code == 422
+    assert "Idempotency-Key" in response.json()["error"]["message"]
+
+
+def test_a_failed_attempt_is_not_stored_so_the_retry_is_judged(tmp_path: Path) -> None:
+    backend = FakeBackend(script=[JudgeBackendError("endpoint down"), json.dumps({})])
+    with make_client(tmp_path, backend, parse_retries=0) as c:
+        wait_ready(c)
+        assert c.post("/v1/judge", json=group(1), headers=key("k-3")).status_code == 502
+        retried = c.post("/v1/judge", json=group(1), headers=key("k-3"))
+        assert retried.status_code == 200
+        assert len(backend.requests) == 2
+
+
+async def test_concurrent_duplicates_are_judged_once(tmp_path: Path) -> None:
+    backend = FakeBackend(latency_s=0.3)
+    app = create_app(Settings(backend="fake", home_dir=tmp_path), backend=backend)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://judge.test") as client:
+            for _ in range(500):
+                if (await client.get("/readyz")).status_code == 200:
+                    break
+                await asyncio.sleep(0.01)
+            same = [client.post("/v1/judge", json=group(2), headers=key("dup")) for _ in range(5)]
+            other = client.post("/v1/judge", json=group(4), headers=key("dup"))
+            *responses, conflict = await asyncio.gather(*same, other)
+    assert [r.status_code for r in responses] == [200] * 5
+    assert len({r.json()["judgement_id"] for r in responses}) == 1
+    assert len(backend.requests) == 1
+    assert conflict.status_code == 409 and "still being judged" in conflict.json()["error"]["message"]
+
+
+def test_two_processes_racing_on_one_key_store_one_judgement(tmp_path: Path) -> None:
+    """Two services on one database (as two worker processes): the unique index settles the race."""
+    db = tmp_path / "shared.sqlite3"
+    backends = [FakeBackend(latency_s=0.3), FakeBackend(latency_s=0.3)]
+    clients = [make_client(tmp_path / f"w{i}", b, db_path=db) for i, b in enumerate(backends)]
+    with clients[0] as c0, clients[1] as c1:
+        wait_ready(c0)
+        wait_ready(c1)
+        with ThreadPoolExecutor(2) as pool:
+            futures = [pool.submit(c.post, "/v1/judge", json=group(2), headers=key("race")) for c in (c0, c1)]
+            responses = [f.result() for f in futures]
+    assert [r.status_code for r in responses] == [200, 200]
+    assert responses[0].json()["judgement_id"] == responses[1].json()["judgement_id"]
+    assert sum(len(b.requests) for b in backends) == 2  # both judged: neither could see the other
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("SELECT count(*) FROM judgements WHERE idempotency_key = 'race'").fetchone()
+    assert rows == (1,)
+
+
+# --------------------------------------------------------------------------- the store
+
+
+def stored(judgement_id: str, request: JudgeRequest) -> StoredJudgement:
+    return StoredJudgement(
+        judgement_id=judgement_id,
+        created_at=datetime.now(UTC),
+        status="ok",
+        grader="judge",
+        judge_model="m",
+        prompt_version="p",
+        run_id=None,
+        step=None,
+        group_key=None,
+        answers=[],
+        usage=Usage(),
+        timings=Timings(),
+        attempts=1,
+        request=request,
+        raw_outputs=[],
+    )
+
+
+async def test_store_keeps_one_judgement_per_key(tmp_path: Path) -> None:
+    request = JudgeRequest.model_validate(group(1))
+    digest = request_hash(request)
+    store = SqliteJudgementStore(tmp_path / "s.sqlite3")
+    await store.open()
+    try:
+        await store.save(stored("a" * 32, request), idempotency=IdempotencyKey("k", digest))
+        with pytest.raises(IdempotencyKeyTaken):
+            await store.save(stored("b" * 32, request), idempotency=IdempotencyKey("k", digest))
+        await store.save(stored("c" * 32, request))
+        await store.save(stored("d" * 32, request))  # no key: no collision
+        found = await store.get_by_idempotency_key("k")
+        assert found is not None
+        assert found.judgement.judgement_id == "a" * 32 and found.request_hash == digest
+        assert await store.get_by_idempotency_key("nope") is None
+        assert await store.count() == 3
+    finally:
+        await store.close()
+
+
+async def test_migration_adds_the_key_to_an_existing_database(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite3"
+    request = JudgeRequest.model_validate(group(1))
+    # A database as the first release left it: schema version 1, one judgement.
+    with sqlite3.connect(path) as conn:
+        conn.executescript(sqlite_store.MIGRATIONS[0])
+        conn.execute("PRAGMA user_version = 1")
+        conn.execute(
+            "INSERT INTO judgements (judgement_id, created_at, grader, status, doc) VALUES (?, ?, ?, ?, ?)",
+            (
+                "e" * 32,
+                datetime.now(UTC).isoformat(),
+                "judge",
+                "ok",
+                stored("e" * 32, request).model_dump_json(),
+            ),
+        )
+    conn.close()
+
+    store = SqliteJudgementStore(path)
+    await store.open()
+    try:
+        assert (await store.get("e" * 32)) is not None
+        await store.save(stored("f" * 32, request), idempotency=IdempotencyKey("new", "h"))
+        found = await store.get_by_idempotency_key("new")
+        assert found is not None and found.judgement.judgement_id == "f" * 32
+    finally:
+        await store.close()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(sqlite_store.MIGRATIONS)
