@@ -7,8 +7,7 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI, Request, Response
-from starlette.middleware.base import RequestResponseEndpoint
+from fastapi import FastAPI
 
 from judge_service.admission import GroupAdmission
 from judge_service.api import health, quality, routes
@@ -16,6 +15,7 @@ from judge_service.api.auth import ApiKeyAuth, parse_keys, public_paths
 from judge_service.api.drain import DrainGate, DrainState
 from judge_service.api.errors import install_error_handlers
 from judge_service.api.limits import BodySizeLimit
+from judge_service.api.request_metrics import RequestMetrics
 from judge_service.backends.base import JudgeBackend
 from judge_service.backends.factory import build_backend
 from judge_service.config import Settings
@@ -91,17 +91,10 @@ def create_app(
         ApiKeyAuth, keys=parse_keys(settings.api_keys), public_paths=public_paths(settings.metrics_public)
     )
     app.add_middleware(DrainGate, state=drain)
+    app.add_middleware(RequestMetrics, metrics=metrics)
     app.include_router(routes.router)
     app.include_router(health.router)
     app.include_router(quality.router)
-
-    @app.middleware("http")
-    async def count_requests(request: Request, call_next: RequestResponseEndpoint) -> Response:
-        response = await call_next(request)
-        route = request.scope.get("route")
-        endpoint = getattr(route, "path", "unmatched")
-        metrics.requests.labels(endpoint=endpoint, status=str(response.status_code)).inc()
-        return response
 
     return app
 

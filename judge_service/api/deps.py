@@ -1,4 +1,7 @@
-"""Typed access to the objects app.py builds (kept on app.state; no module-level singletons)."""
+"""Typed access to the objects app.py builds (kept on app.state; no module-level singletons).
+
+The providers are async on purpose: FastAPI runs sync dependencies in a thread pool, a hop per request.
+"""
 
 from __future__ import annotations
 
@@ -10,12 +13,12 @@ from judge_service.metrics import JudgeMetrics
 from judge_service.service import JudgeService
 
 
-def _service(request: Request) -> JudgeService:
+async def _service(request: Request) -> JudgeService:
     service: JudgeService = request.app.state.service
     return service
 
 
-def _metrics(request: Request) -> JudgeMetrics:
+async def _metrics(request: Request) -> JudgeMetrics:
     metrics: JudgeMetrics = request.app.state.metrics
     return metrics
 
