@@ -1,0 +1,491 @@
+"""Capacity of the service itself, without a model: the scripted FakeBackend behind the full path.
+
+    .venv/bin/python -m benchmarks.fake_capacity [--seconds 5] [--levels 1,8,32,128] [--profile]
+
+The server is the real `python -m judge_service serve` in a subprocess (JUDGE_BACKEND=fake, SQLite in a
+temporary folder), so every group pays HTTP parsing, request validation, prompt rendering, the output
+schema, the fake reply, parsing, the durable SQLite write, metrics and response serialization. This
+process is the load generator: closed-loop workers on keep-alive loopback connections with a lean raw
+HTTP/1.1 client and pre-encoded bodies (N=8 answers, the default four criteria), so the client costs
+much less CPU than the server. Reported per concurrency level: groups/s, latency percentiles, and the
+server's own CPU time per group (from /proc), which gives the capacity of one fully used core
+independently of the load generator sharing the machine.
+
+A second part runs the same path in this process without HTTP (JudgeService.grade on the app's own
+objects) and times each stage separately, to show where a group's CPU time goes. With --profile,
+py-spy (pass --py-spy PATH or have it on PATH) samples the server per thread at the highest level; the
+event-loop thread's top functions go into the result, with a cProfile run of in-process grades as a
+cross-check.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import (
+    OUT_DIR,
+    RawHTTPConnection,
+    bench_settings,
+    latency_summary,
+    log,
+    make_groups,
+    markdown_table,
+    process_cpu_seconds,
+    ratio,
+    running_app,
+    server_process,
+    tail,
+    wait_ready,
+    workdir,
+    write_result,
+)
+
+NAME = "fake_capacity"
+BATCH_PATH = "/v1/judge/batch"
+
+
+async def _drive(
+    host: str,
+    port: int,
+    path: str,
+    payloads: list[bytes],
+    concurrency: int,
+    seconds: float,
+    groups_per_request: int = 1,
+) -> dict[str, Any]:
+    """Closed loop: `concurrency` connections, each sending its next request when the last returns,
+    for `seconds` of wall time. Returns counts, latencies and the status codes seen."""
+    connections = [RawHTTPConnection(host, port) for _ in range(concurrency)]
+    for connection in connections:
+        await connection.connect()
+    latencies: list[float] = []
+    statuses: Counter[int] = Counter()
+    errors: list[str] = []
+    sample: list[bytes] = []
+    deadline = time.perf_counter() + seconds
+
+    async def worker(index: int, connection: RawHTTPConnection) -> None:
+        i = index
+        while time.perf_counter() < deadline:
+            payload = payloads[i % len(payloads)]
+            i += concurrency
+            started = time.perf_counter()
+            try:
+                status, body = await connection.send(payload)
+            except (OSError, asyncio.IncompleteReadError) as exc:
+                errors.append(f"{type(exc).__name__}: {exc}")
+                await connection.close()
+                continue
+            latencies.append(time.perf_counter() - started)
+            statuses[status] += 1
+            if not sample:
+                sample.append(body)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker(i, c) for i, c in enumerate(connections)))
+    wall = time.perf_counter() - started
+    for connection in connections:
+        await connection.close()
+    return {
+        "wall_s": wall,
+        "requests": len(latencies),
+        "groups": len(latencies) * groups_per_request,
+        "latencies": latencies,
+        "statuses": dict(statuses),
+        "errors": errors[:5],
+        "sample": sample[0] if sample else b"",
+    }
+
+
+def _payloads(
+    conn: RawHTTPConnection, path: str, bodies: list[dict[str, Any]], per_request: int
+) -> list[bytes]:
+    if per_request == 1:
+        return [conn.request_bytes(path, json.dumps(b).encode()) for b in bodies]
+    chunks = [bodies[i : i + per_request] for i in range(0, len(bodies) - per_request + 1, per_request)]
+    return [conn.request_bytes(path, json.dumps({"groups": chunk}).encode()) for chunk in chunks]
+
+
+async def _has_route(base_url: str, path: str) -> bool:
+    import httpx
+
+    async with httpx.AsyncClient(base_url=base_url, timeout=10) as client:
+        spec = (await client.get("/openapi.json")).json()
+    return path in spec.get("paths", {})
+
+
+async def _http_levels(args: argparse.Namespace, tmp: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    bodies = make_groups(args.distinct_groups, args.answers, seed=args.seed, run_id="fake-capacity")
+    env = {
+        "JUDGE_BACKEND": "fake",
+        "JUDGE_HOME_DIR": str(tmp),
+        "JUDGE_DB_PATH": str(tmp / "judgements.sqlite3"),
+    }
+    log_path = tmp / "server.log"
+    levels: list[dict[str, Any]] = []
+    extra: dict[str, Any] = {}
+    with server_process(env, log_path) as (base_url, process):
+        await wait_ready(base_url, 60, process)
+        host, port = "127.0.0.1", int(base_url.rsplit(":", 1)[1])
+        conn = RawHTTPConnection(host, port)
+        single = _payloads(conn, "/v1/judge", bodies, 1)
+        log(f"server pid {process.pid} ready at {base_url}; warming up")
+        await _drive(host, port, "/v1/judge", single, 8, args.warmup)
+        plan: list[tuple[str, str, list[bytes], int, int]] = [
+            ("POST /v1/judge", "/v1/judge", single, c, 1) for c in args.levels
+        ]
+        batch = await _has_route(base_url, BATCH_PATH)
+        extra["batch_endpoint_present"] = batch
+        if batch:
+            batched = _payloads(conn, BATCH_PATH, bodies, args.batch_size)
+            plan += [
+                (f"POST {BATCH_PATH} x{args.batch_size}", BATCH_PATH, batched, c, args.batch_size)
+                for c in args.batch_levels
+            ]
+        for label, path, payloads, concurrency, per_request in plan:
+            cpu_before = process_cpu_seconds(process.pid)
+            client_before = time.process_time()
+            run = await _drive(host, port, path, payloads, concurrency, args.seconds, per_request)
+            server_cpu = process_cpu_seconds(process.pid) - cpu_before
+            client_cpu = time.process_time() - client_before
+            groups = run["groups"]
+            level = {
+                "endpoint": label,
+                "concurrency": concurrency,
+                "groups_per_request": per_request,
+                "groups": groups,
+                "wall_s": round(run["wall_s"], 3),
+                "groups_per_s": round(groups / run["wall_s"], 1),
+                "latency_per_request": latency_summary(run["latencies"]),
+                "server_cpu_ms_per_group": round(server_cpu * 1000 / groups, 3) if groups else None,
+                "server_cpu_util": round(server_cpu / run["wall_s"], 3),
+                "client_cpu_ms_per_group": round(client_cpu * 1000 / groups, 3) if groups else None,
+                "one_core_capacity_groups_per_s": round(groups / server_cpu, 1) if server_cpu else None,
+                "statuses": run["statuses"],
+                "errors": run["errors"],
+            }
+            levels.append(level)
+            log(
+                f"{label} c={concurrency}: {level['groups_per_s']} groups/s, p50 "
+                f"{level['latency_per_request']['p50_ms']} ms, server CPU {level['server_cpu_ms_per_group']} "
+                f"ms/group, statuses {run['statuses']}"
+            )
+            if run["sample"] and not extra.get("sample_response"):
+                extra["sample_response"] = json.loads(run["sample"])
+        if args.profile:
+            extra["profile"] = await _profile(args, process.pid, host, port, single, tmp)
+    extra["server_log_tail"] = tail(log_path, 5)
+    return levels, extra
+
+
+async def _profile(
+    args: argparse.Namespace, pid: int, host: str, port: int, payloads: list[bytes], tmp: Path
+) -> dict[str, Any]:
+    py_spy = args.py_spy or shutil.which("py-spy")
+    if not py_spy:
+        log("--profile needs py-spy (pip install py-spy, or pass --py-spy PATH); skipped")
+        return {"skipped": "py-spy not found"}
+    raw = tmp / "profile.txt"
+    concurrency = max(args.levels)
+    seconds = max(args.seconds, 8.0)
+    spy = _start_py_spy(py_spy, pid, seconds, raw)
+    await asyncio.sleep(1.0)
+    await _drive(host, port, "/v1/judge", payloads, concurrency, seconds)
+    _, err = await asyncio.to_thread(spy.communicate, timeout=60)
+    if spy.returncode != 0 or not raw.exists():
+        return {"skipped": f"py-spy failed: {err.decode(errors='replace')[-400:]}"}
+    flame = OUT_DIR / f"{NAME}.folded.txt"
+    flame.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(raw, flame)
+    return {"folded_stacks": str(flame), **_top_costs(raw.read_text())}
+
+
+def _start_py_spy(py_spy: str, pid: int, seconds: float, raw: Path) -> subprocess.Popen[bytes]:
+    # Idle threads (the event loop waiting in epoll) are not sampled; --threads keeps threads apart.
+    command = [py_spy, "record", "--pid", str(pid), "--duration", str(int(seconds)), "--rate", "250"]
+    command += ["--threads", "--format", "raw", "--output", str(raw)]
+    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def _top_costs(folded: str, top: int = 25) -> dict[str, Any]:
+    """Samples per thread; then, for the busiest thread (the event loop, where requests are handled),
+    own time per function and inclusive time per function, as shares of that thread's samples."""
+    by_thread: Counter[str] = Counter()
+    stacks: list[tuple[str, list[str], int]] = []
+    for line in folded.splitlines():
+        stack, _, count_text = line.rpartition(" ")
+        if not stack or not count_text.isdigit():
+            continue
+        frames = stack.split(";")
+        thread = frames[0] if frames[0].startswith("thread ") else "all"
+        if thread != "all":
+            frames = frames[1:]
+        by_thread[thread] += int(count_text)
+        stacks.append((thread, frames, int(count_text)))
+    if not by_thread:
+        return {"samples": 0}
+    main, total = by_thread.most_common(1)[0]
+    own: Counter[str] = Counter()
+    inclusive: Counter[str] = Counter()
+    for thread, frames, count in stacks:
+        if thread != main or not frames:
+            continue
+        own[_short(frames[-1])] += count
+        for frame in {_short(f) for f in frames}:
+            inclusive[frame] += count
+    all_samples = sum(by_thread.values())
+    return {
+        "samples": all_samples,
+        "thread_shares": {t: round(n / all_samples, 3) for t, n in by_thread.most_common(8)},
+        "main_thread": main,
+        "top_own": [(f, round(n / total, 4)) for f, n in own.most_common(top)],
+        "top_inclusive": [(f, round(n / total, 4)) for f, n in inclusive.most_common(top * 2)],
+    }
+
+
+def _short(frame: str) -> str:
+    # py-spy frames look like "function (path/to/file.py:123)"
+    name, _, location = frame.partition(" (")
+    location = location.rstrip(")")
+    path, _, _line = location.rpartition(":")
+    for marker in ("site-packages/", "judge_service/", "lib/python3"):
+        if marker in path:
+            path = path.split(marker, 1)[1]
+            break
+    return f"{name} ({path})"
+
+
+async def _stage_breakdown(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    """The service path in-process (no HTTP), then each stage on its own, in ms of CPU per group."""
+    from judge_service.backends.base import GenerationRequest
+    from judge_service.backends.fake import FakeBackend
+    from judge_service.criteria import resolve_criteria
+    from judge_service.parser import output_schema, parse_judgement
+    from judge_service.prompts import PromptRenderer
+    from judge_service.schemas import JudgeRequest, JudgeResponse
+    from judge_service.store.sqlite import SqliteJudgementStore
+
+    settings = bench_settings(tmp, backend="fake", home_dir=tmp)
+    bodies = make_groups(args.distinct_groups, args.answers, seed=args.seed + 1, run_id="fake-stages")
+    raw_bodies = [json.dumps(b).encode() for b in bodies]
+    n = args.stage_groups
+    stages: dict[str, float] = {}
+
+    def timed(label: str, fn: Any, count: int = n) -> None:
+        started = time.process_time()
+        for i in range(count):
+            fn(i)
+        stages[label] = round((time.process_time() - started) * 1000 / count, 4)
+
+    requests = [JudgeRequest.model_validate_json(raw_bodies[i % len(raw_bodies)]) for i in range(n)]
+    async with running_app(settings, FakeBackend()) as app:
+        service = app.state.service
+        sem = asyncio.Semaphore(8)
+
+        async def one(request: JudgeRequest) -> JudgeResponse:
+            async with sem:
+                response: JudgeResponse = await service.grade(request)
+                return response
+
+        started_wall, started_cpu = time.perf_counter(), time.process_time()
+        responses = await asyncio.gather(*(one(r) for r in requests))
+        grade_wall = time.perf_counter() - started_wall
+        stages["service.grade, whole path (CPU, all threads)"] = round(
+            (time.process_time() - started_cpu) * 1000 / n, 4
+        )
+        stored = [await service.get(r.judgement_id) for r in responses[: min(n, 200)]]
+        if args.profile:
+            cprofile = await _cprofile_grades(service, requests)
+
+    renderer = PromptRenderer(settings.resolved_prompts_dir(), settings.prompt_template)
+    criteria = resolve_criteria(None)
+    names = [c.name for c in criteria]
+    ids = [f"ans-{i}" for i in range(args.answers)]
+    reason_chars = settings.reason_max_chars
+    timed(
+        "validate JudgeRequest (model_validate_json)",
+        lambda i: JudgeRequest.model_validate_json(raw_bodies[i % len(raw_bodies)]),
+    )
+    timed(
+        "render prompt (Jinja2)",
+        lambda i: renderer.render(
+            conversation=requests[i].conversation,
+            reference=requests[i].reference,
+            answers=requests[i].answers,
+            criteria=criteria,
+            reason_max_chars=reason_chars,
+        ),
+    )
+    timed("output_schema", lambda i: output_schema(ids, names, reason_chars))
+    fake_request = GenerationRequest(
+        messages=[], max_tokens=1, json_schema=output_schema(ids, names, reason_chars)
+    )
+    reply = json.dumps(FakeBackend.marks_for(fake_request))
+    timed("fake reply (marks + json.dumps)", lambda i: json.dumps(FakeBackend.marks_for(fake_request)))
+    timed("parse_judgement", lambda i: parse_judgement(reply, ids, names, reason_chars))
+    timed(
+        "StoredJudgement.model_dump_json (the stored doc)",
+        lambda i: stored[i % len(stored)].model_dump_json(),
+    )
+    timed(
+        "JudgeResponse.model_validate(stored.model_dump(...))",
+        lambda i: JudgeResponse.model_validate(
+            stored[i % len(stored)].model_dump(exclude={"request", "raw_outputs"})
+        ),
+    )
+    timed("response JSON (JudgeResponse.model_dump_json)", lambda i: responses[i].model_dump_json())
+
+    store = SqliteJudgementStore(tmp / "stages.sqlite3")
+    await store.open()
+    save_n = min(n, 300)
+    copies = [stored[i % len(stored)].model_copy(update={"judgement_id": f"{i:032x}"}) for i in range(save_n)]
+    started_wall, started_cpu = time.perf_counter(), time.process_time()
+    for judgement in copies:
+        await store.save(judgement)
+    stages["store.save, one at a time (wall, incl. fsync)"] = round(
+        (time.perf_counter() - started_wall) * 1000 / save_n, 4
+    )
+    stages["store.save, one at a time (CPU, all threads)"] = round(
+        (time.process_time() - started_cpu) * 1000 / save_n, 4
+    )
+    await store.close()
+    return {
+        "groups": n,
+        "service_grade_groups_per_s_in_process": round(n / grade_wall, 1),
+        "stage_ms_per_group": stages,
+        **({"cprofile_in_process": cprofile} if args.profile else {}),
+    }
+
+
+async def _cprofile_grades(service: Any, requests: list[Any]) -> dict[str, Any]:
+    """A deterministic cross-check of the sampled profile: cProfile over in-process grades (it inflates
+    Python call costs, so read the shares, not the milliseconds). Functions by own and cumulative time."""
+    import cProfile
+    import pstats
+
+    profiler = cProfile.Profile()
+    sem = asyncio.Semaphore(8)
+
+    async def one(request: Any) -> None:
+        async with sem:
+            await service.grade(request)
+
+    profiler.enable()
+    await asyncio.gather(*(one(r) for r in requests))
+    profiler.disable()
+    stats = pstats.Stats(profiler)
+    rows = stats.stats  # type: ignore[attr-defined]
+    total = sum(tt for (_cc, _nc, tt, _ct, _callers) in rows.values())
+
+    def label(key: tuple[str, int, str]) -> str:
+        path, line, name = key
+        for marker in ("site-packages/", "judge_service/", "lib/python3.11/"):
+            if marker in path:
+                path = path.split(marker, 1)[1]
+                break
+        return f"{name} ({path}:{line})"
+
+    by_own = sorted(rows.items(), key=lambda kv: kv[1][2], reverse=True)[:20]
+    by_cum = sorted(rows.items(), key=lambda kv: kv[1][3], reverse=True)[:40]
+    return {
+        "groups": len(requests),
+        "profiled_ms_per_group": round(total * 1000 / len(requests), 3),
+        "top_own_share": [(label(k), round(v[2] / total, 4)) for k, v in by_own],
+        "top_cumulative_share": [(label(k), round(v[3] / total, 4)) for k, v in by_cum],
+    }
+
+
+def _table(levels: list[dict[str, Any]], stages: dict[str, Any]) -> str:
+    rows = [
+        [
+            lv["endpoint"],
+            lv["concurrency"],
+            lv["groups_per_s"],
+            lv["latency_per_request"]["p50_ms"],
+            lv["latency_per_request"]["p99_ms"],
+            lv["server_cpu_ms_per_group"],
+            lv["server_cpu_util"],
+            lv["one_core_capacity_groups_per_s"],
+        ]
+        for lv in levels
+    ]
+    table = markdown_table(
+        [
+            "endpoint",
+            "concurrency",
+            "groups/s",
+            "p50 ms",
+            "p99 ms",
+            "server CPU ms/group",
+            "server CPU util",
+            "groups/s per server core",
+        ],
+        rows,
+    )
+    stage_rows = [[k, v] for k, v in stages["stage_ms_per_group"].items()]
+    table += (
+        f"\n\nIn-process (no HTTP) JudgeService.grade: {stages['service_grade_groups_per_s_in_process']} "
+        "groups/s\n\n" + markdown_table(["stage (N=8, 4 criteria)", "ms per group"], stage_rows)
+    )
+    return table
+
+
+async def _main(args: argparse.Namespace) -> int:
+    with contextlib.suppress(ImportError):
+        import uvloop
+
+        asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+    with workdir(NAME) as tmp:
+        levels, extra = await _http_levels(args, tmp)
+        log("in-process stage breakdown ...")
+        stages = await _stage_breakdown(args, tmp)
+    best = max(levels, key=lambda lv: lv["groups_per_s"]) if levels else None
+    result = {
+        "config": {**vars(args), "answers_per_group": args.answers, "criteria": 4},
+        "levels": levels,
+        "stages": stages,
+        "best_groups_per_s": best["groups_per_s"] if best else None,
+        "added_latency_p50_ms_at_concurrency_1": next(
+            (lv["latency_per_request"]["p50_ms"] for lv in levels if lv["concurrency"] == 1), None
+        ),
+        "goal_groups_per_s": 1000,
+        "goal_met": bool(best and best["groups_per_s"] >= 1000),
+        "goal_ratio": ratio(best["groups_per_s"], 1000) if best else None,
+        **extra,
+    }
+    write_result(NAME, result, _table(levels, stages))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--seconds", type=float, default=5.0, help="measured seconds per level")
+    parser.add_argument("--warmup", type=float, default=2.0)
+    parser.add_argument("--levels", type=lambda s: [int(x) for x in s.split(",")], default=[1, 8, 32, 128])
+    parser.add_argument("--batch-levels", type=lambda s: [int(x) for x in s.split(",")], default=[1, 4])
+    parser.add_argument("--batch-size", type=int, default=16, help="groups per batch request, if supported")
+    parser.add_argument("--answers", type=int, default=8)
+    parser.add_argument("--distinct-groups", type=int, default=256)
+    parser.add_argument("--stage-groups", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--profile", action="store_true", help="py-spy the server at the highest level")
+    parser.add_argument("--py-spy", default=os.environ.get("PY_SPY"), help="path to the py-spy binary")
+    args = parser.parse_args(argv)
+    return asyncio.run(_main(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
