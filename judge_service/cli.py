@@ -45,6 +45,7 @@ def _serve(settings: Settings) -> int:
         host=settings.host,
         port=settings.port,
         log_level="info",
+        access_log=settings.access_log,
         # SIGTERM: stop accepting, let open requests finish (bounded), then the lifespan drains too.
         timeout_graceful_shutdown=max(1, math.ceil(settings.drain_timeout_s)),
     )

@@ -6,6 +6,7 @@ its <answer>/<reference> block or open a new one: the prompt's structure is fixe
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +44,8 @@ class PromptRenderer:
         self.version = f"{template}@{digest.hexdigest()[:12]}"
         self._system = self._env.get_template("system.j2")
         self._user = self._env.get_template("user.j2")
+        # The system message depends only on the rubric, which most groups share.
+        self._system_for = functools.lru_cache(maxsize=256)(self._render_system)
 
     def render(
         self,
@@ -53,7 +56,7 @@ class PromptRenderer:
         criteria: list[Criterion],
         reason_max_chars: int,
     ) -> RenderedPrompt:
-        system = self._system.render(criteria=criteria, reason_max_chars=reason_max_chars)
+        system = self._system_for(tuple(criteria), reason_max_chars)
         user = self._user.render(
             conversation=conversation, reference=reference, answers=answers, criteria=criteria
         )
@@ -61,3 +64,6 @@ class PromptRenderer:
             messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
             version=self.version,
         )
+
+    def _render_system(self, criteria: tuple[Criterion, ...], reason_max_chars: int) -> str:
+        return self._system.render(criteria=criteria, reason_max_chars=reason_max_chars)

@@ -67,6 +67,9 @@ class Answer(StrictModel):
 
 
 class Criterion(StrictModel):
+    # Frozen, so hashable: the rendered rubric and the grader fingerprint are cached per criteria.
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
     name: str = Field(
         pattern=CRITERION_NAME_PATTERN, description="Lower-case identifier, e.g. 'correctness'."
     )

@@ -8,6 +8,7 @@ script it returns the scripted texts (or raises the scripted exceptions) in orde
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 from collections import deque
@@ -62,26 +63,50 @@ class FakeBackend:
                 raise step
             text = step
         else:
-            text = json.dumps(self.marks_for(request))
+            text = self._unscripted_reply(request)
         prompt_tokens = await self.count_prompt_tokens(request.messages) or 0
         return Generation(text=text, prompt_tokens=prompt_tokens, completion_tokens=len(text) // 4)
 
     @staticmethod
     def marks_for(request: GenerationRequest) -> dict[str, dict[str, dict[str, object]]]:
-        if request.json_schema is None:
-            raise ValueError("the fake judge needs the request's JSON schema to know the ids")
-        ids = request.json_schema["required"]
-        result: dict[str, dict[str, dict[str, object]]] = {}
-        for answer_id in ids:
-            criteria = request.json_schema["properties"][answer_id]["required"]
-            result[answer_id] = {
-                name: {"reason": f"scripted mark for {answer_id}/{name}", "mark": _mark(answer_id, name)}
-                for name in criteria
-            }
-        return result
+        """Valid marks for the request's ids and criteria; tests override it to script a judge."""
+        return _marks(_criteria_by_id(request))
+
+    def _unscripted_reply(self, request: GenerationRequest) -> str:
+        if type(self).marks_for is not FakeBackend.marks_for:
+            return json.dumps(self.marks_for(request))
+        # Cached, and sorted so that every shown order of a group hits the same entry (the parser
+        # maps marks by id): a capacity benchmark then measures the service, not the fake.
+        return _reply_for(tuple(sorted(_criteria_by_id(request))))
 
     async def close(self) -> None:
         self._ready = False
+
+
+CriteriaById = tuple[tuple[str, tuple[str, ...]], ...]
+
+
+def _criteria_by_id(request: GenerationRequest) -> CriteriaById:
+    """(answer id, its criterion names) in schema order: all the unscripted reply depends on."""
+    schema = request.json_schema
+    if schema is None:
+        raise ValueError("the fake judge needs the request's JSON schema to know the ids")
+    return tuple((i, tuple(schema["properties"][i]["required"])) for i in schema["required"])
+
+
+def _marks(criteria_by_id: CriteriaById) -> dict[str, dict[str, dict[str, object]]]:
+    return {
+        answer_id: {
+            name: {"reason": f"scripted mark for {answer_id}/{name}", "mark": _mark(answer_id, name)}
+            for name in criteria
+        }
+        for answer_id, criteria in criteria_by_id
+    }
+
+
+@functools.lru_cache(maxsize=1024)
+def _reply_for(criteria_by_id: CriteriaById) -> str:
+    return json.dumps(_marks(criteria_by_id))
 
 
 def _mark(answer_id: str, criterion: str) -> int:

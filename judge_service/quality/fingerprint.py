@@ -10,6 +10,7 @@ Left out: what varies per group or does not change scores (seed, deadline, run, 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
@@ -25,12 +26,32 @@ FINGERPRINT_CHARS = 16
 
 def grader_fingerprint(plan: GradingPlan, request: JudgeRequest, judge: LLMJudge) -> str:
     """The fingerprint of how `request` is scored under `plan` by this service."""
+    uses_rules = any(name != "judge" for name, _ in plan.terms)
+    return _cached_fingerprint(
+        plan,
+        request.orders,
+        tuple(resolve_criteria(request.criteria)),
+        tuple(judge_config(judge).items()) if plan.uses_judge else None,
+        request.options.model_dump_json() if uses_rules else None,
+    )
+
+
+@functools.lru_cache(maxsize=1024)
+def _cached_fingerprint(
+    plan: GradingPlan,
+    orders: int,
+    criteria: tuple[Criterion, ...],
+    judge: tuple[tuple[str, Any], ...] | None,
+    options_json: str | None,
+) -> str:
+    """Cached on hashable parts: most groups of a run share one grader configuration."""
     config = grader_config(
         grader=plan.grader,
         terms=plan.terms,
-        request=request,
-        criteria=resolve_criteria(request.criteria),
-        judge=judge_config(judge) if plan.uses_judge else None,
+        orders=orders,
+        criteria=criteria,
+        judge=dict(judge) if judge is not None else None,
+        options=json.loads(options_json) if options_json is not None else None,
     )
     return fingerprint(config)
 
@@ -51,18 +72,20 @@ def grader_config(
     *,
     grader: str,
     terms: Sequence[tuple[str, float]],
-    request: JudgeRequest,
+    orders: int,
     criteria: Sequence[Criterion],
     judge: Mapping[str, Any] | None,
+    options: Mapping[str, Any] | None,
 ) -> dict[str, Any]:
-    """The canonical description the fingerprint hashes; `judge` is judge_config() when it is used."""
+    """The canonical description the fingerprint hashes; `judge` is judge_config() when the judge is
+    used, `options` the request's rule options when a rule grader is."""
     config: dict[str, Any] = {"grader": grader, "terms": [[name, weight] for name, weight in terms]}
     if judge is not None:
         config["judge"] = dict(judge)
-        config["orders"] = request.orders
+        config["orders"] = orders
         config["criteria"] = [c.model_dump() for c in criteria]
-    if any(name != "judge" for name, _ in terms):
-        config["options"] = request.options.model_dump()
+    if options is not None:
+        config["options"] = dict(options)
     return config
 
 

@@ -4,6 +4,12 @@ Every call runs on one dedicated worker thread: the event loop never blocks on d
 connection is only ever touched by the thread that created it. The connection is in autocommit
 mode with explicit transactions, WAL and synchronous=FULL, so once `save()` returns the row is
 on disk and survives the process being killed right after.
+
+Group commit: saves that arrive while a write is on the disk are queued and written together in the
+next transaction, one fsync for all of them (up to MAX_ROWS_PER_COMMIT). A lone save is written at
+once, so nothing waits for a batch to fill. Each save still returns only after its own commit, and a
+row that breaks a constraint fails only its own save: SQLite backs out just the failing statement and
+the transaction carries on with the others.
 """
 
 from __future__ import annotations
@@ -11,12 +17,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import functools
 import json
 import logging
 import re
 import sqlite3
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
@@ -31,6 +39,14 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 BUSY_TIMEOUT_MS = 5_000
+# Bounds one transaction (and so the extra wait of the first save in it) under a burst of saves.
+MAX_ROWS_PER_COMMIT = 256
+
+_INSERT = (
+    "INSERT INTO judgements (judgement_id, created_at, run_id, step, group_key, grader,"
+    " judge_model, prompt_version, status, doc, idempotency_key, request_hash)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
 
 # Append-only: entry i brings the schema from user_version i to i + 1. Never edit an entry that has
 # shipped (databases in the field already ran it); add a new one instead. Plain CREATE (no IF NOT
@@ -111,6 +127,32 @@ def _statements(script: str) -> Iterator[str]:
         raise ValueError(f"incomplete SQL statement in migration: {buffer.strip()[:200]!r}")
 
 
+@dataclass
+class _PendingSave:
+    judgement_id: str
+    idempotency: IdempotencyKey | None
+    row: tuple[object, ...]
+    done: asyncio.Future[None]
+
+
+def _settle(pending: _PendingSave, error: Exception | None) -> None:
+    if pending.done.done():  # the caller was cancelled; the row is written (or not) all the same
+        return
+    if error is None:
+        pending.done.set_result(None)
+    else:
+        pending.done.set_exception(error)
+
+
+def _integrity_error(exc: sqlite3.IntegrityError, pending: _PendingSave) -> Exception:
+    """The error one save() raises for its row's constraint violation."""
+    if "judgements.idempotency_key" in str(exc) and pending.idempotency is not None:
+        return IdempotencyKeyTaken(pending.idempotency.key)
+    if "judgements.judgement_id" in str(exc):
+        return ValueError(f"judgement {pending.judgement_id!r} is already stored; ids must be unique")
+    return exc
+
+
 class SqliteJudgementStore:
     """`JudgementStore` on a single SQLite file. Call `open()` before use and `close()` at shutdown."""
 
@@ -120,6 +162,10 @@ class SqliteJudgementStore:
         # Only ever read or written on the worker thread.
         self._conn: sqlite3.Connection | None = None
         self._closed = False
+        # Group commit (module docstring): saves waiting for the next transaction, and the task
+        # that writes them; both only touched on the event loop.
+        self._pending: list[_PendingSave] = []
+        self._writer: asyncio.Task[None] | None = None
 
     # ------------------------------------------------------------------ plumbing
 
@@ -190,6 +236,8 @@ class SqliteJudgementStore:
         """Close the connection and stop the worker; later calls raise RuntimeError. Idempotent."""
         if self._closed:
             return
+        while self._writer is not None:  # saves already accepted are written first
+            await asyncio.shield(self._writer)
         self._closed = True
         loop = asyncio.get_running_loop()
         try:
@@ -208,7 +256,8 @@ class SqliteJudgementStore:
     async def save(self, judgement: StoredJudgement, *, idempotency: IdempotencyKey | None = None) -> None:
         """Write one judgement and commit it durably; ValueError if its id is already stored,
         IdempotencyKeyTaken if another judgement holds its idempotency key."""
-        doc = judgement.model_dump_json()
+        if self._closed:
+            raise RuntimeError("the judgement store is closed")
         row = (
             judgement.judgement_id,
             judgement.created_at.isoformat(),
@@ -219,29 +268,57 @@ class SqliteJudgementStore:
             judgement.judge_model,
             judgement.prompt_version,
             judgement.status,
-            doc,
+            judgement.model_dump_json(),
             idempotency.key if idempotency else None,
             idempotency.request_hash if idempotency else None,
         )
+        pending = _PendingSave(
+            judgement.judgement_id, idempotency, row, asyncio.get_running_loop().create_future()
+        )
+        self._pending.append(pending)
+        if self._writer is None:
+            self._writer = asyncio.create_task(self._write_pending())
+        await pending.done
 
-        def insert() -> None:
-            try:
-                self._connection().execute(
-                    "INSERT INTO judgements (judgement_id, created_at, run_id, step, group_key, grader,"
-                    " judge_model, prompt_version, status, doc, idempotency_key, request_hash)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    row,
-                )
-            except sqlite3.IntegrityError as exc:
-                if "judgements.idempotency_key" in str(exc) and idempotency is not None:
-                    raise IdempotencyKeyTaken(idempotency.key) from exc
-                if "judgements.judgement_id" in str(exc):
-                    raise ValueError(
-                        f"judgement {judgement.judgement_id!r} is already stored; ids must be unique"
-                    ) from exc
-                raise
+    async def _write_pending(self) -> None:
+        """Commit queued saves, a batch per transaction, until none are left."""
+        try:
+            while self._pending:
+                batch = self._pending[:MAX_ROWS_PER_COMMIT]
+                del self._pending[:MAX_ROWS_PER_COMMIT]
+                write = functools.partial(self._insert_batch, batch)
+                try:
+                    errors: list[Exception | None] = await self._run(write)
+                except Exception as exc:  # the transaction failed as a whole: every save in it fails
+                    errors = [exc] * len(batch)
+                except BaseException:  # cancelled (loop shutdown): nobody may be left waiting
+                    for pending in batch + self._pending:
+                        pending.done.cancel()
+                    self._pending.clear()
+                    raise
+                for pending, error in zip(batch, errors, strict=True):
+                    _settle(pending, error)
+        finally:
+            self._writer = None
 
-        await self._run(insert)
+    def _insert_batch(self, batch: list[_PendingSave]) -> list[Exception | None]:
+        conn = self._connection()
+        errors: list[Exception | None] = []
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for pending in batch:
+                try:
+                    conn.execute(_INSERT, pending.row)
+                except sqlite3.IntegrityError as exc:  # only this statement is backed out
+                    errors.append(_integrity_error(exc, pending))
+                else:
+                    errors.append(None)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        return errors
 
     async def get(self, judgement_id: str) -> StoredJudgement | None:
         def select() -> StoredJudgement | None:

@@ -84,3 +84,24 @@ def test_answer_text_cannot_change_the_prompt_structure(renderer: PromptRenderer
 def test_missing_template_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="lacks"):
         PromptRenderer(tmp_path, "judge_group")
+
+
+def test_the_cached_system_prompt_follows_the_rubric(renderer: PromptRenderer) -> None:
+    """The system message is cached per rubric: another rubric or bound must never get a stale one."""
+    answers = [Answer(id="x", text="a")]
+    conversation = [ChatMessage(role="user", content="q")]
+    default = _render(renderer, answers)[0]["content"]
+    reworded = [DEFAULT_CRITERIA[0].model_copy(update={"mark_5": "spotless"}), *DEFAULT_CRITERIA[1:]]
+    other = renderer.render(
+        conversation=conversation, reference="r", answers=answers, criteria=reworded, reason_max_chars=120
+    ).messages[0]["content"]
+    shorter = renderer.render(
+        conversation=conversation,
+        reference="r",
+        answers=answers,
+        criteria=list(DEFAULT_CRITERIA),
+        reason_max_chars=40,
+    ).messages[0]["content"]
+    assert "spotless" in other and "spotless" not in default
+    assert "at most 40 characters" in shorter and "at most 120 characters" in default
+    assert _render(renderer, answers)[0]["content"] == default

@@ -313,6 +313,67 @@ async def test_concurrent_saves_all_land(store: SqliteJudgementStore) -> None:
     assert len(set(ids)) == 50
 
 
+def record_batches(store: SqliteJudgementStore, monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The judgement ids of every transaction the store writes from now on."""
+    batches: list[list[str]] = []
+    insert_batch = store._insert_batch
+
+    def recording(batch: Any) -> list[Exception | None]:
+        batches.append([p.judgement_id for p in batch])
+        return insert_batch(batch)
+
+    monkeypatch.setattr(store, "_insert_batch", recording)
+    return batches
+
+
+async def test_concurrent_saves_share_one_commit(
+    store: SqliteJudgementStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    batches = record_batches(store, monkeypatch)
+    await store.save(make_judgement("alone"))
+    judgements = [make_judgement(f"g-{i:02d}", n=i) for i in range(40)]
+    await asyncio.gather(*(store.save(j) for j in judgements))
+    assert batches[0] == ["alone"]  # a lone save does not wait for company
+    assert sorted(i for b in batches[1:] for i in b) == sorted(j.judgement_id for j in judgements)
+    assert len(batches) <= 3  # 40 concurrent saves, one or two transactions
+    assert await store.count() == 41
+
+
+async def test_commit_size_is_bounded(store: SqliteJudgementStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(store_module, "MAX_ROWS_PER_COMMIT", 4)
+    batches = record_batches(store, monkeypatch)
+    await asyncio.gather(*(store.save(make_judgement(f"b-{i}", n=i)) for i in range(10)))
+    assert [len(b) for b in batches] == [4, 4, 2]
+    assert await store.count() == 10
+
+
+async def test_a_conflict_fails_only_its_own_save_in_a_shared_commit(
+    store: SqliteJudgementStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await store.save(make_judgement("taken"))
+    batches = record_batches(store, monkeypatch)
+    saves = [make_judgement("ok-1"), make_judgement("taken", n=5), make_judgement("ok-2")]
+    saves += [make_judgement("twice", n=1), make_judgement("twice", n=2)]
+    results = await asyncio.gather(*(store.save(j) for j in saves), return_exceptions=True)
+    assert len(batches) == 1  # all five in one transaction
+    failed = [type(r).__name__ if r is not None else None for r in results]
+    assert failed == [None, "ValueError", None, None, "ValueError"]
+    assert "already stored" in str(results[1])
+    assert await store.count() == 4
+    assert await store.get("taken") == make_judgement("taken")  # the original, not n=5
+    assert await store.get("twice") == make_judgement("twice", n=1)
+
+
+async def test_close_writes_the_saves_it_accepted(db_path: Path) -> None:
+    s = SqliteJudgementStore(db_path)
+    await s.open()
+    saves = [asyncio.create_task(s.save(make_judgement(f"late-{i}", n=i))) for i in range(20)]
+    await asyncio.sleep(0)  # the saves are queued, not yet written
+    await s.close()
+    await asyncio.gather(*saves)  # every one acknowledged...
+    assert query(db_path, "SELECT count(*) FROM judgements") == [(20,)]  # ...and on disk
+
+
 async def test_save_survives_sigkill_right_after(db_path: Path) -> None:
     """An acknowledged save is on disk even if the process dies before closing anything."""
     script = textwrap.dedent(
