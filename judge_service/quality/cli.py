@@ -1,22 +1,29 @@
-"""The judge-quality subcommands of `judge-service`: calibrate, agreement, judge-file.
+"""The judge-quality subcommands of `judge-service`: calibrate, agreement, judge-file, regrade.
 
     judge-service calibrate --input RESULTS.jsonl | --run RUN_ID [--server URL] [--step N] [--fingerprint F]
     judge-service agreement --human LABELS.jsonl (--input RESULTS.jsonl | [--server URL] [--run RUN_ID])
     judge-service judge-file IN.jsonl OUT.jsonl [--server URL] [--concurrency 8]
+    judge-service regrade --run-id RUN [--step N] | --ids ID,... | --ids-file FILE [--grader G]
+        [--term GRADER=WEIGHT ...] [--criteria FILE] [--orders K] [--as-run-id RUN] [--out FILE]
 
-Reports print as text, or as JSON with --json. Exit status: 0 done, 1 some groups failed (judge-file),
-2 bad input.
+Reports print as text, or as JSON with --json. Exit status: 0 done, 1 some groups failed (judge-file,
+regrade), 2 bad input.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import sys
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import httpx
+from tqdm import tqdm
 
 from judge_service.quality.agreement import (
     AgreementReport,
@@ -26,12 +33,15 @@ from judge_service.quality.agreement import (
 )
 from judge_service.quality.calibration import CalibrationReport, calibrate, groups_from_jsonl
 from judge_service.quality.client import JudgeClient
-from judge_service.quality.judge_file import judge_file
+from judge_service.quality.judge_file import judge_file, write_line
+from judge_service.quality.regrade import RegradeItem, RegradeRequest, RegradeResponse
 from judge_service.quality.sources import index_for_labels, run_groups
+from judge_service.schemas import MAX_BATCH_GROUPS, ErrorBody
 
-COMMANDS = ("calibrate", "agreement", "judge-file")
+COMMANDS = ("calibrate", "agreement", "judge-file", "regrade")
 Transport = httpx.AsyncBaseTransport | None  # tests inject an in-process server
 DEFAULT_SERVER = "http://127.0.0.1:8000"
+_FAILURES_SHOWN = 20  # regrade failures printed; all of them are in its output
 
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -53,11 +63,33 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     jf = commands.add_parser("judge-file", help="judge a JSONL file of groups into a JSONL of results")
     jf.add_argument("input", type=Path, help="JSONL: one judge request per line")
     jf.add_argument("output", type=Path, help="JSONL results; appended to, and resumed from")
-    jf.add_argument("--server", default=DEFAULT_SERVER, help=f"judge service URL (default {DEFAULT_SERVER})")
     jf.add_argument("--concurrency", type=int, default=8, help="groups in flight (default 8)")
-    jf.add_argument("--retries", type=int, default=4, help="retries on 429/5xx/connection errors")
-    jf.add_argument("--timeout", type=float, default=600.0, help="seconds per request")
-    jf.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _client_options(jf)
+
+    rg = commands.add_parser("regrade", help="re-score stored judgements under another grader configuration")
+    source = rg.add_mutually_exclusive_group(required=True)
+    source.add_argument("--run-id", help="every original judgement of this run, page by page")
+    source.add_argument("--ids", help="comma-separated judgement ids")
+    source.add_argument("--ids-file", type=Path, help="judgement ids, one per line")
+    rg.add_argument("--step", type=int, help="with --run-id: only this step")
+    rg.add_argument("--cursor", help="with --run-id: start at this next_cursor (to continue a stopped run)")
+    rg.add_argument("--limit", type=int, default=64, help="groups per request (default 64, at most 256)")
+    rg.add_argument("--grader", help="the grader to use; clears the stored terms")
+    rg.add_argument("--term", action="append", metavar="GRADER=WEIGHT", help="a blend term; repeat")
+    rg.add_argument("--criteria", type=Path, help="JSON file holding a list of criteria")
+    rg.add_argument("--orders", type=int, help="answer orders judged per group (1-4)")
+    rg.add_argument("--as-run-id", help="file the new judgements under this run")
+    rg.add_argument("--out", type=Path, help="JSONL, one line per group (default: stdout); replaced")
+    _client_options(rg)
+
+
+def _client_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--server", default=DEFAULT_SERVER, help=f"judge service URL (default {DEFAULT_SERVER})"
+    )
+    parser.add_argument("--retries", type=int, default=4, help="retries on 429/5xx/connection errors")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds per request")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def _server_options(parser: argparse.ArgumentParser) -> None:
@@ -74,6 +106,8 @@ def run(args: argparse.Namespace) -> int:
             return _emit(asyncio.run(calibrate_command(args)), args.json, format_calibration)
         if args.command == "agreement":
             return _emit(asyncio.run(agreement_command(args)), args.json, format_agreement)
+        if args.command == "regrade":
+            return asyncio.run(regrade_command(args))
         return asyncio.run(judge_file_command(args))
     except (ValueError, OSError, RuntimeError) as exc:
         sys.stderr.write(f"judge-service {args.command}: {exc}\n")
@@ -129,6 +163,194 @@ async def judge_file_command(args: argparse.Namespace, transport: Transport = No
         f"skipped {summary.skipped} already in {args.output}\n"
     )
     return 1 if summary.failed else 0
+
+
+async def regrade_command(args: argparse.Namespace, transport: Transport = None) -> int:
+    requests = regrade_requests(args)
+    total = None if args.run_id else sum(len(r.judgement_ids or ()) for r in requests)
+    tally = RegradeTally()
+    client = JudgeClient(args.server, timeout_s=args.timeout, retries=args.retries, transport=transport)
+    with (
+        _lines_out(args.out) as out,
+        tqdm(total=total, unit="group", desc="regrading", disable=args.no_progress or None) as bar,
+    ):
+
+        async def emit(items: list[RegradeItem]) -> None:
+            for record in await asyncio.gather(*(_regrade_record(client, item) for item in items)):
+                write_line(out, record)
+                tally.add(record)
+            bar.update(len(items))
+
+        async with client:
+            if args.run_id:
+                tally.stopped = await _regrade_run(client, requests[0], emit)
+            else:
+                await _regrade_ids(client, requests, emit)
+    sys.stderr.write(tally.summary() + "\n")
+    return 1 if tally.failed or tally.stopped else 0
+
+
+def regrade_requests(args: argparse.Namespace) -> list[RegradeRequest]:
+    """What to send, all validated before any work: the run's first page, or one request per chunk of ids."""
+    if not 1 <= args.limit <= MAX_BATCH_GROUPS:
+        raise ValueError(f"--limit must be 1-{MAX_BATCH_GROUPS}, got {args.limit}")
+    overrides = {
+        "grader": args.grader,
+        "terms": _terms(args.term),
+        "criteria": _criteria(args.criteria),
+        "orders": args.orders,
+        "as_run_id": args.as_run_id,
+        "limit": args.limit,
+    }
+    body = {k: v for k, v in overrides.items() if v is not None}
+    if args.run_id:
+        selection = {"run_id": args.run_id, "step": args.step, "cursor": args.cursor}
+        return [RegradeRequest.model_validate({**body, **selection})]
+    if args.step is not None or args.cursor is not None:
+        raise ValueError("--step and --cursor go with --run-id")
+    ids = _judgement_ids(args)
+    chunks = (ids[i : i + args.limit] for i in range(0, len(ids), args.limit))
+    return [RegradeRequest.model_validate({**body, "judgement_ids": chunk}) for chunk in chunks]
+
+
+def _judgement_ids(args: argparse.Namespace) -> list[str]:
+    if args.ids is not None:
+        raw = args.ids.split(",")
+    else:
+        raw = args.ids_file.read_text(encoding="utf-8").splitlines()
+    ids = [i.strip() for i in raw if i.strip()]
+    if not ids:
+        raise ValueError("no judgement ids given")
+    return ids
+
+
+def _terms(terms: list[str] | None) -> list[dict[str, Any]] | None:
+    if not terms:
+        return None
+    parsed = []
+    for term in terms:
+        grader, sep, weight = term.rpartition("=")
+        if not sep or not grader:
+            raise ValueError(f"--term wants GRADER=WEIGHT, got {term!r}")
+        parsed.append({"grader": grader, "weight": float(weight)})
+    return parsed
+
+
+def _criteria(path: Path | None) -> list[Any] | None:
+    if path is None:
+        return None
+    criteria = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(criteria, list):
+        raise ValueError(f"{path}: the criteria file must hold a JSON list of criteria")
+    return criteria
+
+
+Emit = Callable[[list[RegradeItem]], Awaitable[None]]
+
+
+async def _regrade_run(client: JudgeClient, first: RegradeRequest, emit: Emit) -> str | None:
+    """Every page of the run, following next_cursor; why it stopped early, or None when it got through."""
+    cursor = first.cursor
+    while True:
+        body = first.model_copy(update={"cursor": cursor}).model_dump(exclude_none=True)
+        reply = await client.regrade(body)
+        if not reply.ok:
+            error = reply.error()
+            resume = f"continue with --cursor {cursor}" if cursor else "run the command again"
+            return f"stopped by {reply.status} {error['code']}: {error['message']}; {resume}"
+        page = RegradeResponse.model_validate(reply.body)
+        await emit(page.results)
+        if page.next_cursor is None:
+            return None
+        cursor = page.next_cursor
+
+
+async def _regrade_ids(client: JudgeClient, requests: list[RegradeRequest], emit: Emit) -> None:
+    for request in requests:
+        reply = await client.regrade(request.model_dump(exclude_none=True))
+        if reply.ok:
+            await emit(RegradeResponse.model_validate(reply.body).results)
+        else:  # the whole request failed: so did each of its groups
+            error = ErrorBody.model_validate(reply.error())
+            await emit([RegradeItem(regrade_of=i, error=error) for i in request.judgement_ids or ()])
+
+
+async def _regrade_record(client: JudgeClient, item: RegradeItem) -> dict[str, Any]:
+    """One output line: the new judgement with each answer's old and new score, or the group's error."""
+    new = item.judgement
+    if new is None:
+        error = item.error or ErrorBody(code="invalid_reply", message="neither a judgement nor an error")
+        return {"regrade_of": item.regrade_of, "error": error.model_dump(exclude_none=True)}
+    old = await _old_scores(client, item.regrade_of)
+    answers = [{"id": a.id, "old": old.get(a.id), "new": a.score} for a in new.answers]
+    changes = _abs_changes(answers)
+    return {
+        "regrade_of": item.regrade_of,
+        "judgement_id": new.judgement_id,
+        "status": new.status,
+        "grader_fingerprint": new.grader_fingerprint,
+        "answers": answers,
+        "mean_abs_change": sum(changes) / len(changes) if changes else None,
+    }
+
+
+async def _old_scores(client: JudgeClient, judgement_id: str) -> dict[str, float | None]:
+    """The old judgement's scores by answer id; none when it cannot be read (then nothing is compared)."""
+    reply = await client.request("GET", f"/v1/judgements/{judgement_id}")
+    answers = reply.body.get("answers") if reply.ok else None
+    return {a["id"]: a.get("score") for a in answers} if isinstance(answers, list) else {}
+
+
+def _abs_changes(answers: list[dict[str, Any]]) -> list[float]:
+    """|new - old| of each answer scored both times (an unscored answer has no score to compare)."""
+    return [abs(a["new"] - a["old"]) for a in answers if a["new"] is not None and a["old"] is not None]
+
+
+@dataclass
+class RegradeTally:
+    ok: int = 0
+    failed: int = 0
+    errors: dict[str, int] = field(default_factory=dict)  # error code -> groups
+    failures: list[str] = field(default_factory=list)  # the first few, to print
+    change_sum: float = 0.0
+    changed_answers: int = 0
+    stopped: str | None = None  # why a run was not regraded to its end
+
+    def add(self, record: dict[str, Any]) -> None:
+        if "error" in record:
+            self.failed += 1
+            code = record["error"]["code"]
+            self.errors[code] = self.errors.get(code, 0) + 1
+            if len(self.failures) < _FAILURES_SHOWN:
+                self.failures.append(f"{record['regrade_of']}: {code}: {record['error']['message']}")
+            return
+        self.ok += 1
+        changes = _abs_changes(record["answers"])
+        self.change_sum += sum(changes)
+        self.changed_answers += len(changes)
+
+    def summary(self) -> str:
+        errors = ", ".join(f"{code} {n}" for code, n in sorted(self.errors.items()))
+        mean = self.change_sum / self.changed_answers if self.changed_answers else None
+        lines = [
+            f"regraded {self.ok}, failed {self.failed}{f' ({errors})' if errors else ''}",
+            f"mean absolute score change {_num(mean)} over {self.changed_answers} answers scored both times",
+            *(f"failed {failure}" for failure in self.failures),
+        ]
+        if self.failed > len(self.failures):
+            lines.append(f"... and {self.failed - len(self.failures)} more failures in the output")
+        if self.stopped:
+            lines.append(self.stopped)
+        return "\n".join(lines)
+
+
+@contextmanager
+def _lines_out(path: Path | None) -> Iterator[IO[str]]:
+    if path is None:
+        yield sys.stdout
+        return
+    with path.open("w", encoding="utf-8") as out:
+        yield out
 
 
 def _emit(report: Any, as_json: bool, text: Any) -> int:

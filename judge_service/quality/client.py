@@ -84,6 +84,9 @@ class JudgeClient:
     async def judge(self, group: dict[str, Any]) -> Reply:
         return await self.request("POST", "/v1/judge", json=group)
 
+    async def regrade(self, body: dict[str, Any]) -> Reply:
+        return await self.request("POST", "/v1/regrade", json=body)
+
     async def get(self, judgement_id: str) -> dict[str, Any] | None:
         reply = await self.request("GET", f"/v1/judgements/{judgement_id}")
         if reply.status == 404:

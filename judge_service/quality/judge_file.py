@@ -112,7 +112,7 @@ async def judge_file(
             async def worker() -> None:
                 for index, line, key in pending:
                     result = await _judge_line(client, line)
-                    _write(out, {"index": index, "group_key": key, **result})
+                    write_line(out, {"index": index, "group_key": key, **result})
                     if "judgement" in result:
                         summary.judged += 1
                     else:
@@ -153,6 +153,7 @@ def _end_cut_off_line(out_path: Path, out: IO[str]) -> None:
             out.flush()
 
 
-def _write(out: IO[str], doc: dict[str, Any]) -> None:
+def write_line(out: IO[str], doc: dict[str, Any]) -> None:
+    """One whole JSON line, flushed: readers never wait on a buffer, and a crash cuts at most this line."""
     out.write(json.dumps(doc, ensure_ascii=False) + "\n")
     out.flush()
