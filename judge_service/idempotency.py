@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from judge_service.errors import ConflictError
 from judge_service.metrics import JudgeMetrics
-from judge_service.schemas import JudgeRequest, JudgeResponse, StoredJudgement
+from judge_service.schemas import JudgeRequest, JudgeResponse
 from judge_service.store.base import IdempotencyKey, IdempotencyKeyTaken, JudgementStore
 
 GradeFn = Callable[..., Awaitable[JudgeResponse]]  # JudgeService._grade(request, idempotency=...)
@@ -32,10 +32,6 @@ GradeFn = Callable[..., Awaitable[JudgeResponse]]  # JudgeService._grade(request
 def request_hash(request: JudgeRequest) -> str:
     canonical = json.dumps(request.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
-
-
-def response_of(stored: StoredJudgement) -> JudgeResponse:
-    return JudgeResponse.model_validate(stored.model_dump(exclude={"request", "raw_outputs"}))
 
 
 @dataclass
@@ -81,7 +77,7 @@ class IdempotencyGuard:
         if found.request_hash != digest:
             raise _conflict(key, found.judgement.judgement_id)
         self._metrics.idempotent_replays.inc()
-        return response_of(found.judgement)
+        return found.judgement.response()
 
 
 def _conflict(key: str, judgement_id: str | None) -> ConflictError:

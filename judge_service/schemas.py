@@ -212,6 +212,12 @@ class StoredJudgement(JudgeResponse):
     request: JudgeRequest
     raw_outputs: list[str] = Field(description="The judge's raw text, one entry per attempt.")
 
+    def response(self) -> JudgeResponse:
+        """The reply to the caller: everything but the request and the raw outputs. Built from the
+        already-validated field values (no dump and re-validation of the whole tree)."""
+        fields = JudgeResponse.model_fields
+        return JudgeResponse.model_validate({name: getattr(self, name) for name in fields})
+
 
 class JudgementPage(StrictModel):
     items: list[JudgeResponse]

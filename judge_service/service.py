@@ -28,7 +28,6 @@ from judge_service.schemas import (
     AnswerResult,
     BatchItem,
     Criterion,
-    CriterionMark,
     ErrorBody,
     GroupStatus,
     JudgementPage,
@@ -122,7 +121,7 @@ class JudgeService:
         )
         await self._store.save(stored, idempotency=idempotency)
         self._observe(stored)
-        return JudgeResponse.model_validate(stored.model_dump(exclude={"request", "raw_outputs"}))
+        return stored.response()
 
     async def _run_judge(self, request: JudgeRequest, judgement_id: str) -> _JudgeRun:
         if not self.judge_ready:
@@ -227,17 +226,16 @@ def _judged_answer(answer_id: str, outcome: JudgeOutcome, criteria: list[Criteri
     if marks is None:
         reason = outcome.parsed.failures.get(answer_id, "the judge gave no marks for this answer")
         return AnswerResult(id=answer_id, status="unscored", score=None, error=reason)
+    # Plain dicts validated once per answer: cheaper than a model object per criterion.
+    scores = {c.name: criterion_score(outcome, answer_id, c.name) for c in criteria}
     per_criterion = {
-        c.name: CriterionMark(
-            mark=marks[c.name].mark,
-            score=criterion_score(outcome, answer_id, c.name),
-            reason=marks[c.name].reason,
-        )
+        c.name: {"mark": marks[c.name].mark, "score": scores[c.name], "reason": marks[c.name].reason}
         for c in criteria
     }
-    total_weight = sum(c.weight for c in criteria)
-    overall = sum(per_criterion[c.name].score * c.weight for c in criteria) / total_weight
-    return AnswerResult(id=answer_id, status="scored", score=round(overall, 6), criteria=per_criterion)
+    overall = sum(scores[c.name] * c.weight for c in criteria) / sum(c.weight for c in criteria)
+    return AnswerResult.model_validate(
+        {"id": answer_id, "status": "scored", "score": round(overall, 6), "criteria": per_criterion}
+    )
 
 
 def _group_status(answers: list[AnswerResult]) -> GroupStatus:

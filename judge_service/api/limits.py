@@ -1,7 +1,8 @@
 """A cap on the request body, enforced before the body is parsed (pure ASGI middleware).
 
-A declared Content-Length over the cap is refused before a byte of the body is read; a body sent
-without one (chunked) is counted as it streams, and refused the moment it passes the cap. Either way
+A declared Content-Length over the cap is refused before a byte of the body is read (one within the
+cap is passed through as it is: the server delivers exactly the declared bytes); a body sent without
+one (chunked) is counted as it streams, and refused the moment it passes the cap. Either way
 the caller gets 413 `too_large` naming the limit, and the service never holds more than the cap (plus
 one chunk) of any request in memory.
 """
@@ -29,6 +30,10 @@ class BodySizeLimit:
         declared = _content_length(scope)
         if declared is not None and declared > self.max_bytes:
             await self._refuse(scope, receive, send, f"declares {declared} bytes")
+            return
+        if declared is not None:
+            # The server delivers exactly the declared bytes, so nothing is left to count.
+            await self.app(scope, receive, send)
             return
 
         received = 0
@@ -75,10 +80,14 @@ class BodySizeLimit:
 
 
 def _content_length(scope: Scope) -> int | None:
+    """The declared body length, or None when there is none to trust (absent, malformed or chunked)."""
+    length = None
     for name, value in scope.get("headers", ()):
+        if name == b"transfer-encoding":
+            return None  # chunked wins over a Content-Length: count the stream
         if name == b"content-length":
             try:
-                return int(value)
+                length = int(value)
             except ValueError:
                 return None  # the server refuses a malformed length; the streamed count still applies
-    return None
+    return length

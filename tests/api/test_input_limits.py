@@ -106,6 +106,34 @@ async def test_middleware_stops_reading_once_the_cap_is_passed() -> None:
     assert json.loads(sent[1]["body"])["error"]["code"] == "too_large"
 
 
+@pytest.mark.parametrize(
+    ("headers", "counted"),
+    [
+        ([(b"content-length", b"100")], False),  # the server delivers exactly what is declared
+        ([(b"content-length", b"100"), (b"transfer-encoding", b"chunked")], True),  # chunked wins
+        ([(b"transfer-encoding", b"chunked"), (b"content-length", b"100")], True),
+        ([(b"content-length", b"ten")], True),
+    ],
+)
+async def test_only_a_trustworthy_declared_length_skips_the_streamed_count(
+    headers: list[tuple[bytes, bytes]], counted: bool
+) -> None:
+    seen: list[Receive] = []
+
+    async def receive() -> Message:
+        return {"type": "http.request", "body": b"z" * 100, "more_body": False}
+
+    async def send(message: Message) -> None:
+        pass
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        seen.append(receive)
+
+    scope = {"type": "http", "method": "POST", "path": "/v1/judge", "headers": headers}
+    await BodySizeLimit(app, max_bytes=2500)(scope, receive, send)
+    assert (seen[0] is not receive) == counted
+
+
 async def test_app_response_after_an_overrun_is_replaced_by_413() -> None:
     sent: list[Message] = []
 
