@@ -1,20 +1,31 @@
 """Key-figure agreement: do the answer's numbers match the reference's?
 
 Score = mean over the reference's figures of a credit: each reference figure is matched to the answer
-figure of the same kind with the smallest relative error |a - r| / |r|; credit 1 within 1%, 0.5 within
-5%, else 0 (bounds inclusive). An answer figure may serve several reference figures. A reference
-without figures gives Grade(score=None): the grader does not apply (never 0).
+figure of the same kind (or a share, see below) with the smallest relative error |a - r| / |r|; credit 1
+within 1%, 0.5 within 5%, else 0 (bounds inclusive). An answer figure may serve several reference
+figures. A reference without figures gives Grade(score=None): the grader does not apply (never 0).
 
 What counts as a figure
   * Decimals, percentages, amounts with currency or scale words, negative numbers ("-3.5%", also
     with the Unicode minus U+2212).
-  * Kinds: "percent" ("12%", "12 %", "12 percent", "3 pp", "25 bps" = 0.25) matches only percent;
-    everything else is a plain number. Currency symbols and codes are kept for display only, so
-    "$1,705M" matches "1,700M".
+  * Kinds: "percent" ("12%", "12 %", "12 percent", "3 pp", "25 bps" = 0.25) matches only percent
+    and shares; everything else is a plain number. Currency symbols and codes are kept for display
+    only, so "$1,705M" matches "1,700M".
+  * Shares: a plain decimal below 1 in magnitude, written with a decimal mark ("0.0991", ".5",
+    "-0,035"; no currency, scale, unit or exponent), also counts as a percent of 100 times its value,
+    in either text: a reference "9.91%" matches an answer "0.0991", a reference "0.0991" an answer
+    "9.91%". Only shares are converted, never a percent read as a plain number, so a reference "0.5%"
+    matches "0.005" but not "0.5" (= 50%), and "9.91" or "12" never match a percent. The risk taken:
+    an unrelated ratio ("beta 0.12") can stand in for a percent ("12%") the answer got wrong.
   * Scales multiply: k/K/thousand/Tsd./Tausend 1e3; M/m/mn/million/Mio./Millionen 1e6;
     B/b/bn/billion/Mrd./Milliarde(n) 1e9; T/tn/trillion/Bio./Billionen 1e12 (German "Billion" = 1e12
-    only in the German forms; English "billion" = 1e9). Single letters must touch the number ("5k",
-    "1,705M"); a spaced "100 m" is a plain 100 (likely metres).
+    only in the German forms; English "billion" = 1e9). Words scale with or without a space
+    ("1.705 bn", "2 Mio."), and so do letters touching the number ("5k", "1,705M"). A letter after one
+    space must stand alone: then a space or the end, with at most one of .,;:!? between ("12 k.", not
+    "2 M.Sc", "3 by 4", "5 M&A"). k, K, M and B then scale ("12 k", "$1.7 B"; risk: "300 K" in kelvin
+    reads 300,000). m, b and T, more often units or list letters (metres, bits, tesla, "2 b)"), and
+    any letter before ")" ("A) 20 B) 30") scale only after a currency ("$5 m", "($1.7 B)"); otherwise
+    the number stays plain: "a 100 m sprint" is 100.
   * Bare integers 0-9 (no sign, separator, decimal, unit or scale) are not reference figures: in prose
     they are counts and ordinals ("3 steps", "option 2"). They still count as answer candidates, so a
     reference "3.0" matches an answer "3".
@@ -47,9 +58,8 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from judge_service.graders.base import Grade
 from judge_service.graders.text import shorten
@@ -115,6 +125,8 @@ _FIGURE = re.compile(
           | \s?(?ai:tsd|mio|mrd|bio)\b\.?
           | \s?(?ai:bn|mn|tn)\b
           | (?:[kKmMbB]|T)(?![^\W_])
+          # spaced letter, standing alone; m/b/T and one before ")" only after a currency
+          | [ \u00a0\u202f](?(currency)[kKmMbBT](?=[.,;:!?)]*(?:\s|\Z))|[kKMB](?=[.,;:!?]?(?:\s|\Z)))
         )
     )?
     (?P<currency_after>\s?(?:[€$£¥]|(?:EUR|USD|GBP|CHF|JPY)\b|(?ai:euros?|dollars?)\b))?
@@ -127,12 +139,12 @@ _GERMAN_SCALES = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class Figure:
+class Figure(NamedTuple):  # a tuple: built for every number, cheaper than a frozen dataclass
     value: float
     kind: FigureKind
     text: str
     exact: bool = False  # years must match exactly
+    share: bool = False  # "0.0991" can also match "9.91%"
 
 
 def extract_figures(text: str, *, include_small_integers: bool = False) -> list[Figure]:
@@ -166,10 +178,10 @@ def _to_figure(
     magnitude = _parse_body(digits, comma_decimal and not match["exponent"])
     if magnitude is None:
         return None
-    bare = not (
-        match["sign"] or match["sign_after_currency"] or match["currency"] or match["currency_after"]
-    ) and not (match["exponent"] or match["percent"] or match["bps"] or match["scale"])
-    if bare and digits.isdigit():
+    unmarked = not (match["currency"] or match["currency_after"] or match["exponent"]) and not (
+        match["percent"] or match["bps"] or match["scale"]
+    )
+    if unmarked and not match["sign"] and digits.isdigit():
         if magnitude < 10 and not include_small_integers:
             return None
         if len(digits) == 4 and 1900 <= magnitude <= 2100:
@@ -184,7 +196,8 @@ def _to_figure(
     if not math.isfinite(value):  # a few hundred digits overflow a float: not a figure anyone checks
         return None
     kind: FigureKind = "percent" if match["percent"] or match["bps"] else "number"
-    return Figure(value, kind, match.group(0).strip())
+    share = unmarked and magnitude < 1 and not digits.isdigit()
+    return Figure(value, kind, match.group(0).strip(), share=share)
 
 
 def _parse_body(body: str, comma_decimal: bool) -> float | None:
@@ -265,16 +278,26 @@ def _relative_error(answer: float, reference: float) -> float:
     return abs(answer - reference) / abs(reference) if reference else math.inf
 
 
-def _closest(reference: Figure, candidates: list[Figure]) -> tuple[Figure | None, float]:
+def _closest(
+    reference: Figure, same_kind: list[Figure], converted: list[Figure]
+) -> tuple[Figure | None, float]:
+    """The nearest candidate: `same_kind` compared as is, `converted` as percents (ties: same kind)."""
     best: Figure | None = None
     best_error = math.inf
-    for candidate in candidates:
-        if candidate.kind != reference.kind:
-            continue
+    for candidate in same_kind:
         error = _relative_error(candidate.value, reference.value)
         if error < best_error:
             best, best_error = candidate, error
+    target = _as_percent(reference)
+    for candidate in converted:
+        error = _relative_error(_as_percent(candidate), target)
+        if error < best_error:
+            best, best_error = candidate, error
     return best, best_error
+
+
+def _as_percent(figure: Figure) -> float:
+    return figure.value * 100 if figure.share else figure.value
 
 
 class NumbersGrader:
@@ -285,10 +308,16 @@ class NumbersGrader:
         if not wanted:
             return Grade(score=None, explanation="reference has no figures; numbers grader does not apply")
         offered = extract_figures(answer, include_small_integers=True)
+        numbers = [figure for figure in offered if figure.kind == "number"]
+        percents = [figure for figure in offered if figure.kind == "percent"]
+        shares = [figure for figure in numbers if figure.share]
         credits: list[float] = []
         pairs: list[str] = []
         for figure in wanted:
-            match, error = _closest(figure, offered)
+            if figure.kind == "percent":
+                match, error = _closest(figure, percents, shares)
+            else:
+                match, error = _closest(figure, numbers, percents if figure.share else [])
             credit = (1.0 if error <= _EPSILON else 0.0) if figure.exact else match_credit(error)
             credits.append(credit)
             pairs.append(_describe(figure, match, credit))

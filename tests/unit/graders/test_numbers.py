@@ -1,4 +1,6 @@
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from judge_service.graders.numbers import NumbersGrader, extract_figures, match_credit
 from judge_service.schemas import RuleOptions
@@ -91,13 +93,129 @@ def test_ambiguous_separators_follow_the_text_style(text: str, value: float) -> 
     assert extract_figures(text)[0].value == pytest.approx(value)
 
 
+@pytest.mark.parametrize(
+    ("text", "values"),
+    [
+        ("EV ~ $1.7 B", [1.7e9]),
+        ("EV ~ 1.705 B.", [1.705e9]),
+        ("EV ~ 1.705 bn", [1.705e9]),
+        ("EV ~ 1.7 Bn", [1.7e9]),
+        ("EUR 3,2 Mrd.", [3.2e9]),
+        ("3,2 Milliarden", [3.2e9]),
+        ("12 k users", [12e3]),
+        ("12 K, 10 M; 3 B!", [12e3, 10e6, 3e9]),
+        ("1,705 M", [1.705e9]),
+        ("4.5 mn", [4.5e6]),
+        ("2 Mio.", [2e6]),
+        ("1 Million", [1e6]),
+        ("€ 12 k", [12e3]),
+        ("12\u00a0k", [12e3]),
+        ("$5 m", [5e6]),  # after a currency also m, b and T
+        ("USD 2 b", [2e9]),
+        ("$4 T", [4e12]),
+        ("EV ($1.7 B).", [1.7e9]),
+        ("ran 400 m in 50 s", [400.0, 50.0]),  # m without a currency: metres
+        ("500 b of memory, 40 T magnet", [500.0, 40.0]),
+        ("options: A) 20 B) 30 and a) 40 b) 50", [20.0, 30.0, 40.0, 50.0]),  # list letters
+        ("(12 k) users", [12.0]),
+        ("3 by 4 and 13 by 14", [13.0, 14.0]),
+        ("20 T-shirts, 50 M&A deals, 30 B-shares", [20.0, 50.0, 30.0]),
+        ("22 M.Sc. students, 12 kg, 15 m/s", [22.0, 12.0, 15.0]),
+    ],
+)
+def test_scale_after_a_space(text: str, values: list[float]) -> None:
+    assert [f.value for f in extract_figures(text)] == pytest.approx(values)
+
+
+_NUMBER_TEXTS = st.builds(
+    lambda units, places: f"{units / 10**places:,.{places}f}",
+    st.integers(min_value=1, max_value=10**7),
+    st.integers(min_value=0, max_value=3),
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(number=_NUMBER_TEXTS, letter=st.sampled_from("kKMB"), currency=st.sampled_from(["", "$", "EUR "]))
+def test_spaced_scale_letter_reads_like_a_glued_one(number: str, letter: str, currency: str) -> None:
+    spaced = extract_figures(f"EV {currency}{number} {letter} in total")
+    assert [f.value for f in spaced] == [f.value for f in extract_figures(f"EV {currency}{number}{letter}")]
+
+
+@settings(max_examples=100, deadline=None)
+@given(number=_NUMBER_TEXTS, letter=st.sampled_from("mbT"))
+def test_spaced_unit_letter_scales_only_after_a_currency(number: str, letter: str) -> None:
+    plain = [f.value for f in extract_figures(f"size {number} in total", include_small_integers=True)]
+    with_unit = extract_figures(f"size {number} {letter} in total", include_small_integers=True)
+    assert [f.value for f in with_unit] == plain
+    assert [f.value for f in extract_figures(f"size ${number} {letter}")] == [
+        f.value for f in extract_figures(f"size ${number}{letter}")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("answer", "reference", "score"),
+    [
+        ("WACC is 0.0991", WACC_REFERENCE.split(";")[0], 1.0),  # share in the answer
+        ("WACC is 9.91%", "WACC = 0.0991", 1.0),  # share in the reference
+        ("WACC is .0991", "WACC 9.91%", 1.0),
+        ("WACC ist 0,0991", "WACC 9,91 %", 1.0),
+        ("change -0.035", "change -3.5%", 1.0),
+        ("spread 0.0025", "spread 25 bps", 1.0),
+        ("WACC is 0.0975", "WACC 9.91%", 0.5),
+        ("WACC is 0.0991", "WACC 0.0991%", 0.0),  # a share is 100 times its percent
+        ("margin 0.005", "margin 0.5%", 1.0),
+        ("margin 0.5", "margin 0.5%", 0.0),  # 0.5 is 50%
+        ("margin 0.5%", "margin 0.5", 0.0),
+        ("margin 50%", "margin 0.5", 1.0),
+        ("margin 9.91", "margin 9.91%", 0.0),  # a number of 1 or more is no share
+        ("margin 9.91%", "margin 9.91", 0.0),
+        ("margin 1.0", "margin 100%", 0.0),
+        ("price $0.12", "margin 12%", 0.0),  # currency, scale or exponent: no share
+        ("margin 0.12 M", "margin 12%", 0.0),
+        ("margin 1.2e-1", "margin 12%", 0.0),
+    ],
+)
+def test_share_matches_percent(answer: str, reference: str, score: float) -> None:
+    assert numbers(answer, reference) == score
+
+
+def test_wacc_example_with_shares_scores_like_percentages() -> None:
+    answer = "WACC is about 0.0995, cost of equity 0.103, after-tax cost of debt 0.042, EV roughly 1,700M."
+    assert numbers(answer, WACC_REFERENCE) == pytest.approx(0.875)
+
+
+@settings(max_examples=100, deadline=None)
+@given(basis_points=st.integers(min_value=1, max_value=9999))
+def test_share_and_percent_match_in_both_directions(basis_points: int) -> None:
+    percent, share = f"{basis_points / 100:.2f}%", f"{basis_points / 10000:.4f}"
+    assert numbers(f"rate {share}", f"rate {percent}") == 1.0
+    assert numbers(f"rate {percent}", f"rate {share}") == 1.0
+    # the share's digits with a percent sign are 100 times off
+    assert numbers(f"rate {share}", f"rate {share}%") == 0.0
+
+
+@settings(max_examples=100, deadline=None)
+@given(hundredths=st.integers(min_value=100, max_value=10**6))
+def test_plain_number_of_one_or_more_never_matches_a_percent(hundredths: int) -> None:
+    number = f"{hundredths / 100:.2f}"
+    assert numbers(f"rate {number}", f"rate {number}%") == 0.0
+    assert numbers(f"rate {number}%", f"rate {number}") == 0.0
+
+
 def test_percent_only_matches_percent() -> None:
     assert numbers("growth of 12 units", "growth 12%") == 0.0
     assert numbers("growth of 12 percent", "growth 12%") == 1.0
 
 
 def test_scales_align() -> None:
-    for answer in ["EV 1.705B", "EV $1.705 billion", "EV 1705 million", "EV 1,705M"]:
+    for answer in [
+        "EV 1.705B",
+        "EV $1.705 billion",
+        "EV 1705 million",
+        "EV 1,705M",
+        "EV $1.705 B",
+        "EV 1.7 bn",
+    ]:
         assert numbers(answer, "EV ~ $1,705M.") == 1.0
 
 

@@ -30,6 +30,10 @@ figures = st.sampled_from(
         "3",
         "1e6",
         "€1.2bn",
+        "$1.7 B",
+        "12 k",
+        "100 m",
+        "0.0991",
     ]
 )
 prose = st.lists(st.one_of(words, figures), max_size=40).map(" ".join)
