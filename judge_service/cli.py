@@ -1,5 +1,6 @@
 """Command line: `judge-service serve` (or `python -m judge_service serve`), `judge-service prepare-model`,
-and the judge-quality tools `calibrate`, `agreement` and `judge-file` (judge_service/quality/cli.py)."""
+and the judge-quality tools `calibrate`, `agreement`, `judge-file` and `regrade`
+(judge_service/quality/cli.py)."""
 
 from __future__ import annotations
 

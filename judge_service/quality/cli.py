@@ -6,8 +6,12 @@
     judge-service regrade --run-id RUN [--step N] | --ids ID,... | --ids-file FILE [--grader G]
         [--term GRADER=WEIGHT ...] [--criteria FILE] [--orders K] [--as-run-id RUN] [--out FILE]
 
+Every command that talks to the service takes --api-key KEY (default: the JUDGE_CLIENT_API_KEY variable,
+which keeps the key out of the process list), sent as `Authorization: Bearer KEY` to a service with
+JUDGE_API_KEYS; the key is never printed.
+
 Reports print as text, or as JSON with --json. Exit status: 0 done, 1 some groups failed (judge-file,
-regrade), 2 bad input.
+regrade), 2 bad input or the service refused the request (a 401: no or a wrong API key).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -32,7 +37,7 @@ from judge_service.quality.agreement import (
     labels_from_jsonl,
 )
 from judge_service.quality.calibration import CalibrationReport, calibrate, groups_from_jsonl
-from judge_service.quality.client import JudgeClient
+from judge_service.quality.client import ApiKeyRefused, JudgeClient
 from judge_service.quality.judge_file import judge_file, write_line
 from judge_service.quality.regrade import RegradeItem, RegradeRequest, RegradeResponse
 from judge_service.quality.sources import index_for_labels, run_groups
@@ -41,6 +46,7 @@ from judge_service.schemas import MAX_BATCH_GROUPS, ErrorBody
 COMMANDS = ("calibrate", "agreement", "judge-file", "regrade")
 Transport = httpx.AsyncBaseTransport | None  # tests inject an in-process server
 DEFAULT_SERVER = "http://127.0.0.1:8000"
+API_KEY_ENV = "JUDGE_CLIENT_API_KEY"  # the client's key; not the server's list, JUDGE_API_KEYS
 _FAILURES_SHOWN = 20  # regrade failures printed; all of them are in its output
 
 
@@ -87,6 +93,7 @@ def _client_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--server", default=DEFAULT_SERVER, help=f"judge service URL (default {DEFAULT_SERVER})"
     )
+    _api_key_option(parser)
     parser.add_argument("--retries", type=int, default=4, help="retries on 429/5xx/connection errors")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per request")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -96,19 +103,45 @@ def _server_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--server", default=DEFAULT_SERVER, help=f"judge service URL (default {DEFAULT_SERVER})"
     )
+    _api_key_option(parser)
     parser.add_argument("--step", type=int, help="only this step of the run")
     parser.add_argument("--fingerprint", help="only judgements of this grader fingerprint")
 
 
+def _api_key_option(parser: argparse.ArgumentParser) -> None:
+    # The default stays None so that --help never shows the key; the variable is read in api_key().
+    parser.add_argument(
+        "--api-key",
+        metavar="KEY",
+        help=f"API key for a service with JUDGE_API_KEYS, sent as 'Authorization: Bearer KEY' "
+        f"(default: ${API_KEY_ENV}; prefer the variable, a flag shows in the process list)",
+    )
+
+
+def api_key(args: argparse.Namespace) -> str | None:
+    """--api-key when given (an empty one sends none), else $JUDGE_CLIENT_API_KEY, else None."""
+    flag: str | None = getattr(args, "api_key", None)
+    return flag if flag is not None else os.environ.get(API_KEY_ENV)
+
+
 def run(args: argparse.Namespace) -> int:
+    return asyncio.run(run_command(args))
+
+
+async def run_command(args: argparse.Namespace, transport: Transport = None) -> int:
+    """The command's exit status; its errors as one line on stderr (never with the API key in it)."""
     try:
         if args.command == "calibrate":
-            return _emit(asyncio.run(calibrate_command(args)), args.json, format_calibration)
+            return _emit(await calibrate_command(args, transport), args.json, format_calibration)
         if args.command == "agreement":
-            return _emit(asyncio.run(agreement_command(args)), args.json, format_agreement)
+            return _emit(await agreement_command(args, transport), args.json, format_agreement)
         if args.command == "regrade":
-            return asyncio.run(regrade_command(args))
-        return asyncio.run(judge_file_command(args))
+            return await regrade_command(args, transport)
+        return await judge_file_command(args, transport)
+    except ApiKeyRefused as exc:
+        fix = "pass a valid key with --api-key" if exc.key_sent else "pass one with --api-key"
+        sys.stderr.write(f"judge-service {args.command}: {exc}; {fix} or set {API_KEY_ENV}\n")
+        return 2
     except (ValueError, OSError, RuntimeError) as exc:
         sys.stderr.write(f"judge-service {args.command}: {exc}\n")
         return 2
@@ -121,7 +154,7 @@ async def calibrate_command(args: argparse.Namespace, transport: Transport = Non
         if skipped:
             sys.stderr.write(f"skipped {skipped} line(s) without a judgement (errors or unreadable)\n")
         return calibrate(groups)
-    async with JudgeClient(args.server, transport=transport) as client:
+    async with JudgeClient(args.server, api_key=api_key(args), transport=transport) as client:
         return calibrate(await run_groups(client, args.run, step=args.step, fingerprint=args.fingerprint))
 
 
@@ -134,7 +167,7 @@ async def agreement_command(args: argparse.Namespace, transport: Transport = Non
         with args.input.open(encoding="utf-8") as lines:
             index.add_jsonl(lines)
     else:
-        async with JudgeClient(args.server, transport=transport) as client:
+        async with JudgeClient(args.server, api_key=api_key(args), transport=transport) as client:
             index = await index_for_labels(
                 labels,
                 get=client.get,
@@ -155,6 +188,7 @@ async def judge_file_command(args: argparse.Namespace, transport: Transport = No
         retries=args.retries,
         timeout_s=args.timeout,
         progress=not args.no_progress,
+        api_key=api_key(args),
         transport=transport,
     )
     errors = ", ".join(f"{code} {n}" for code, n in sorted(summary.errors.items()))
@@ -169,7 +203,13 @@ async def regrade_command(args: argparse.Namespace, transport: Transport = None)
     requests = regrade_requests(args)
     total = None if args.run_id else sum(len(r.judgement_ids or ()) for r in requests)
     tally = RegradeTally()
-    client = JudgeClient(args.server, timeout_s=args.timeout, retries=args.retries, transport=transport)
+    client = JudgeClient(
+        args.server,
+        timeout_s=args.timeout,
+        retries=args.retries,
+        api_key=api_key(args),
+        transport=transport,
+    )
     with (
         _lines_out(args.out) as out,
         tqdm(total=total, unit="group", desc="regrading", disable=args.no_progress or None) as bar,

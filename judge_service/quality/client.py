@@ -1,7 +1,9 @@
 """A small async client of the judge service's HTTP API, for the command-line tools.
 
 Retries what is worth retrying: 429 (honouring Retry-After), 502/503/504 and transport errors, with
-exponential backoff, `retries` times. Anything else comes back as the service's error body.
+exponential backoff, `retries` times. A 401 raises ApiKeyRefused (nothing can succeed without a valid key);
+anything else comes back as the service's error body. With `api_key`, every request carries
+`Authorization: Bearer <key>`; the key is never put in a message (httpx masks the header in reprs).
 """
 
 from __future__ import annotations
@@ -16,6 +18,27 @@ from judge_service.schemas import JudgementPage
 
 _RETRY_STATUSES = {429, 502, 503, 504}
 _MAX_WAIT_S = 30.0
+
+
+class ApiKeyRefused(RuntimeError):
+    """The service answered 401: no API key was sent (`key_sent` false) or it is not one of its keys."""
+
+    def __init__(self, key_sent: bool) -> None:
+        self.key_sent = key_sent
+        what = "refused the API key" if key_sent else "needs an API key"
+        super().__init__(f"the judge service {what} (401 unauthorized)")
+
+
+def bearer_headers(api_key: str | None) -> dict[str, str]:
+    """The Authorization header for `api_key` (surrounding spaces dropped; none for None or blank).
+
+    ValueError, without the key in it, when the key is not printable ASCII (it could not be sent)."""
+    key = (api_key or "").strip()
+    if not key:
+        return {}
+    if not all(" " <= c <= "~" for c in key):
+        raise ValueError("the API key must be printable ASCII (no control or non-ASCII characters)")
+    return {"Authorization": f"Bearer {key}"}
 
 
 @dataclass
@@ -43,9 +66,14 @@ class JudgeClient:
         timeout_s: float = 600.0,
         retries: int = 4,
         backoff_s: float = 1.0,
+        api_key: str | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        self._http = httpx.AsyncClient(base_url=server.rstrip("/"), timeout=timeout_s, transport=transport)
+        headers = bearer_headers(api_key)
+        self._key_sent = bool(headers)
+        self._http = httpx.AsyncClient(
+            base_url=server.rstrip("/"), timeout=timeout_s, headers=headers, transport=transport
+        )
         self._retries = retries
         self._backoff_s = backoff_s
 
@@ -75,6 +103,8 @@ class JudgeClient:
                     wait = min(float(retry_after), _MAX_WAIT_S)
                 await asyncio.sleep(wait)
                 continue
+            if response.status_code == 401:
+                raise ApiKeyRefused(self._key_sent)
             try:
                 body = response.json()
             except ValueError:

@@ -9,6 +9,9 @@ Resuming: run the same command again. A group already judged in OUT is skipped: 
 when the input line has one (robust to edits of the input), otherwise by index. Groups with an error line
 are tried again; their new result is appended after the old error line, so readers take the last line
 per group (calibration and agreement skip error lines anyway).
+
+A 401 (no or a wrong API key) stops the job: the workers take no further groups, write no line for the
+refused ones, and judge_file raises ApiKeyRefused once those in flight are back.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from typing import IO, Any
 import httpx
 from tqdm import tqdm
 
-from judge_service.quality.client import JudgeClient
+from judge_service.quality.client import ApiKeyRefused, JudgeClient
 
 
 @dataclass
@@ -93,6 +96,7 @@ async def judge_file(
     backoff_s: float = 1.0,
     timeout_s: float = 600.0,
     progress: bool = True,
+    api_key: str | None = None,
     transport: httpx.AsyncBaseTransport | None = None,
 ) -> JudgeFileSummary:
     done = judged_already(out_path)
@@ -100,8 +104,14 @@ async def judge_file(
     summary = JudgeFileSummary(skipped=sum(1 for _ in _nonblank(in_path)) - total)
     pending = _pending(in_path, done)  # shared by the workers: next() never awaits, so no race
     client = JudgeClient(
-        server, timeout_s=timeout_s, retries=retries, backoff_s=backoff_s, transport=transport
+        server,
+        timeout_s=timeout_s,
+        retries=retries,
+        backoff_s=backoff_s,
+        api_key=api_key,
+        transport=transport,
     )
+    refused: list[ApiKeyRefused] = []  # a 401: every worker stops
     with (
         out_path.open("a", encoding="utf-8") as out,
         tqdm(total=total, unit="group", desc="judging", disable=not progress or None) as bar,
@@ -111,7 +121,13 @@ async def judge_file(
 
             async def worker() -> None:
                 for index, line, key in pending:
-                    result = await _judge_line(client, line)
+                    if refused:
+                        return  # this group stays pending: a rerun judges it
+                    try:
+                        result = await _judge_line(client, line)
+                    except ApiKeyRefused as exc:
+                        refused.append(exc)
+                        return
                     write_line(out, {"index": index, "group_key": key, **result})
                     if "judgement" in result:
                         summary.judged += 1
@@ -122,6 +138,8 @@ async def judge_file(
                     bar.update(1)
 
             await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
+    if refused:
+        raise refused[0]
     return summary
 
 
