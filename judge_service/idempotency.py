@@ -11,6 +11,15 @@ A trainer that timed out or lost its connection cannot know whether its group wa
   loser returns the winner's judgement (its own judge work is dropped, never stored twice).
 
 The hash is of the validated request in canonical JSON, so key order and whitespace do not matter.
+
+POST /v1/judge/batch takes a key too, one per group: group i is a request of its own under the key
+qualified by `group=i`. A retry of the batch replays the groups stored and judges the rest (those that
+failed); a different group at an index is a 409 for that group alone. With API keys on, every key is
+also qualified by the caller (`caller=<first 16 hex of sha256(API key)>`, never the key itself), so
+tenants cannot see or block each other's judgements. As stored: `[caller=<hex> ][group=<i> ]<key>`.
+A header key is visible ASCII without spaces, so the part after the last space is the caller's key and
+the qualifiers before it are ours: no two (caller, group, key) share a stored key, and a key without
+qualifiers (no auth, single request) is stored as it was before qualifiers existed.
 """
 
 from __future__ import annotations
@@ -40,29 +49,52 @@ class _Running:
     done: asyncio.Event = field(default_factory=asyncio.Event)
 
 
+@dataclass(frozen=True)
+class ScopedKey:
+    """A caller's Idempotency-Key with what scopes it: the caller's identity and the group's batch index."""
+
+    key: str
+    caller: str | None = None  # api.auth identity of the request's API key; None without API keys
+    group: int | None = None  # index in a batch; None for POST /v1/judge
+
+    @property
+    def stored(self) -> str:
+        parts = [self.key]
+        if self.group is not None:
+            parts.insert(0, f"group={self.group}")
+        if self.caller is not None:
+            parts.insert(0, f"caller={self.caller}")
+        return " ".join(parts)
+
+    def __str__(self) -> str:
+        where = f" (batch group {self.group})" if self.group is not None else ""
+        return f"Idempotency-Key {self.key[:64]!r}{where}"
+
+
 class IdempotencyGuard:
     def __init__(self, store: JudgementStore, metrics: JudgeMetrics) -> None:
         self._store = store
         self._metrics = metrics
         self._running: dict[str, _Running] = {}
 
-    async def once(self, key: str, request: JudgeRequest, grade: GradeFn) -> JudgeResponse:
+    async def once(self, scoped: ScopedKey, request: JudgeRequest, grade: GradeFn) -> JudgeResponse:
+        key = scoped.stored
         digest = request_hash(request)
         while (running := self._running.get(key)) is not None:
             if running.request_hash != digest:
-                raise _conflict(key, None)
+                raise _conflict(scoped, None)
             await running.done.wait()  # then the loop: its judgement is stored now, or it failed
         # Claimed before the first await, so no other request with this key can slip in meanwhile.
         mine = _Running(digest)
         self._running[key] = mine
         try:
-            replay = await self._replay(key, digest)
+            replay = await self._replay(scoped, digest)
             if replay is not None:
                 return replay
             try:
                 return await grade(request, idempotency=IdempotencyKey(key, digest))
             except IdempotencyKeyTaken:
-                replay = await self._replay(key, digest)  # another process stored it first
+                replay = await self._replay(scoped, digest)  # another process stored it first
                 if replay is None:
                     raise
                 return replay
@@ -70,20 +102,20 @@ class IdempotencyGuard:
             del self._running[key]
             mine.done.set()
 
-    async def _replay(self, key: str, digest: str) -> JudgeResponse | None:
-        found = await self._store.get_by_idempotency_key(key)
+    async def _replay(self, scoped: ScopedKey, digest: str) -> JudgeResponse | None:
+        found = await self._store.get_by_idempotency_key(scoped.stored)
         if found is None:
             return None
         if found.request_hash != digest:
-            raise _conflict(key, found.judgement.judgement_id)
+            raise _conflict(scoped, found.judgement.judgement_id)
         self._metrics.idempotent_replays.inc()
         return found.judgement.response()
 
 
-def _conflict(key: str, judgement_id: str | None) -> ConflictError:
+def _conflict(scoped: ScopedKey, judgement_id: str | None) -> ConflictError:
     where = f"judgement {judgement_id}" if judgement_id else "a request still being judged"
     return ConflictError(
-        f"Idempotency-Key {key[:64]!r} was already used for a different request ({where}); send the "
+        f"{scoped} was already used for a different request ({where}); send the "
         "identical request to get that judgement, or use a new key for a new request",
         details={"judgement_id": judgement_id} if judgement_id else None,
     )

@@ -13,7 +13,7 @@ from judge_service.criteria import resolve_criteria
 from judge_service.errors import JudgeServiceError, NotFoundError, NotReadyError
 from judge_service.graders.composite import combine, plan_for, rule_grades
 from judge_service.graders.llm_judge import JudgeOutcome, LLMJudge
-from judge_service.idempotency import IdempotencyGuard
+from judge_service.idempotency import IdempotencyGuard, ScopedKey
 from judge_service.metrics import JudgeMetrics
 from judge_service.quality.fingerprint import grader_fingerprint
 from judge_service.quality.orders import (
@@ -68,11 +68,17 @@ class JudgeService:
         self.load_error: str | None = None
 
     async def grade(
-        self, request: JudgeRequest, *, regrade_of: str | None = None, idempotency_key: str | None = None
+        self,
+        request: JudgeRequest,
+        *,
+        regrade_of: str | None = None,
+        idempotency_key: str | None = None,
+        caller: str | None = None,
     ) -> JudgeResponse:
-        """Grade and store one group; with an idempotency key, at most once per key (idempotency.py)."""
+        """Grade and store one group; with an idempotency key, at most once per key and caller
+        (idempotency.py)."""
         if idempotency_key is not None:
-            return await self._idempotency.once(idempotency_key, request, self._grade)
+            return await self._idempotency.once(ScopedKey(idempotency_key, caller), request, self._grade)
         return await self._grade(request, regrade_of=regrade_of)
 
     async def _grade(
@@ -163,9 +169,15 @@ class JudgeService:
             order_sensitivity=order_sensitivity(outcome.order_parses, {c.name: c.weight for c in criteria}),
         )
 
-    async def grade_batch(self, requests: list[JudgeRequest]) -> list[BatchItem]:
-        """All groups concurrently (the engine batches them); one group's failure fails only that group."""
-        outcomes = await asyncio.gather(*(self.grade(r) for r in requests), return_exceptions=True)
+    async def grade_batch(
+        self, requests: list[JudgeRequest], *, idempotency_key: str | None = None, caller: str | None = None
+    ) -> list[BatchItem]:
+        """All groups concurrently (the engine batches them); one group's failure fails only that group.
+        With an idempotency key, group i is at most once per key, caller and index (idempotency.py)."""
+        outcomes = await asyncio.gather(
+            *(self._grade_group(r, i, idempotency_key, caller) for i, r in enumerate(requests)),
+            return_exceptions=True,
+        )
         items = []
         for outcome in outcomes:
             if isinstance(outcome, JudgeResponse):
@@ -175,6 +187,13 @@ class JudgeService:
             else:
                 raise outcome
         return items
+
+    async def _grade_group(
+        self, request: JudgeRequest, index: int, idempotency_key: str | None, caller: str | None
+    ) -> JudgeResponse:
+        if idempotency_key is None:
+            return await self._grade(request)
+        return await self._idempotency.once(ScopedKey(idempotency_key, caller, index), request, self._grade)
 
     async def regrade(self, request: RegradeRequest) -> RegradeResponse:
         """Re-score stored groups under other grader settings (quality/regrade.py); failures per group."""

@@ -4,6 +4,10 @@ Off unless JUDGE_API_KEYS lists keys (comma-separated; several at once so keys c
 presented token is compared with every key, each through SHA-256 and `hmac.compare_digest`, without
 stopping at a match: the time taken does not reveal which key matched, how many characters did, or a
 key's length. Keys are never logged or echoed; a 401 says only what to send.
+
+An accepted request carries its caller's identity in scope["state"]["caller"]: the first 16 hex digits of
+the key's SHA-256, which names the key without revealing it. Idempotency keys are scoped by it, so
+tenants sharing the service cannot collide (judge_service/idempotency.py).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from judge_service.api.errors import error_response
 
 _REALM = 'Bearer realm="judge-service"'
+_CALLER = "caller"  # in scope["state"], where Starlette's request.state reads
 
 
 def parse_keys(raw: SecretStr | str | None) -> list[str]:
@@ -53,6 +58,8 @@ class ApiKeyAuth:
             return
         token = _bearer_token(scope)
         if token is not None and self._valid(token):
+            # A fresh dict, never the server's lifespan state: the identity must not leak to other requests.
+            scope["state"] = {**scope.get("state", {}), _CALLER: caller_identity(token)}
             await self.app(scope, receive, send)
             return
         if scope["type"] == "websocket":
@@ -66,6 +73,17 @@ class ApiKeyAuth:
             challenge = _REALM + ', error="invalid_token"'
         response = error_response(401, "unauthorized", message, headers={"WWW-Authenticate": challenge})
         await response(scope, receive, send)
+
+
+def caller_identity(key: str) -> str:
+    """A non-secret name for an API key: stable across restarts, different per key, never the key."""
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def caller_of(scope: Scope) -> str | None:
+    """The identity of the API key that authenticated the request; None without API keys."""
+    caller: str | None = scope.get("state", {}).get(_CALLER)
+    return caller
 
 
 def _bearer_token(scope: Scope) -> str | None:

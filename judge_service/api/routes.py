@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Path, Query
+from fastapi import APIRouter, Header, Path, Query, Request
 
+from judge_service.api.auth import caller_of
 from judge_service.api.deps import ServiceDep
 from judge_service.schemas import (
     BatchJudgeRequest,
@@ -27,30 +28,52 @@ JudgementId = Annotated[str, Path(pattern=r"^[0-9a-f]{32}$", description="judgem
 RunId = Annotated[str, Path(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$")]
 
 
-IdempotencyKeyHeader = Annotated[
-    str | None,
-    Header(
+def _idempotency_key_header(description: str) -> Any:
+    return Header(
         alias="Idempotency-Key",
         min_length=1,
         max_length=255,
         pattern=r"^[\x21-\x7e]+$",
-        description="Retry safely: a request repeated with the same key and body returns the stored "
-        "judgement (same judgement_id) without judging again; the same key with another body is 409. "
-        "1-255 visible ASCII characters, e.g. a UUID.",
+        description=f"{description} 1-255 visible ASCII characters, e.g. a UUID. With API keys on, each "
+        "API key has keys of its own.",
+    )
+
+
+IdempotencyKeyHeader = Annotated[
+    str | None,
+    _idempotency_key_header(
+        "Retry safely: a request repeated with the same key and body returns the stored judgement (same "
+        "judgement_id) without judging again; the same key with another body is 409."
+    ),
+]
+BatchIdempotencyKeyHeader = Annotated[
+    str | None,
+    _idempotency_key_header(
+        "Retry safely, per group: a batch repeated with the same key returns the groups already stored "
+        "(same judgement_ids) and judges only the others (e.g. those that failed); a different group at "
+        "an index gets a 409 `conflict` in its result slot."
     ),
 ]
 
 
 @router.post("/judge", response_model=JudgeResponse, summary="Grade one group of answers")
 async def judge(
-    request: JudgeRequest, service: ServiceDep, idempotency_key: IdempotencyKeyHeader = None
+    request: JudgeRequest, http: Request, service: ServiceDep, idempotency_key: IdempotencyKeyHeader = None
 ) -> JudgeResponse:
-    return await service.grade(request, idempotency_key=idempotency_key)
+    return await service.grade(request, idempotency_key=idempotency_key, caller=caller_of(http.scope))
 
 
 @router.post("/judge/batch", response_model=BatchJudgeResponse, summary="Grade many groups in one request")
-async def judge_batch(request: BatchJudgeRequest, service: ServiceDep) -> BatchJudgeResponse:
-    return BatchJudgeResponse(results=await service.grade_batch(request.groups))
+async def judge_batch(
+    request: BatchJudgeRequest,
+    http: Request,
+    service: ServiceDep,
+    idempotency_key: BatchIdempotencyKeyHeader = None,
+) -> BatchJudgeResponse:
+    results = await service.grade_batch(
+        request.groups, idempotency_key=idempotency_key, caller=caller_of(http.scope)
+    )
+    return BatchJudgeResponse(results=results)
 
 
 @router.get("/judgements/{judgement_id}", response_model=StoredJudgement, summary="One stored judgement")

@@ -1,4 +1,5 @@
-"""Idempotency-Key on POST /v1/judge: retries get the stored judgement, never a second judge call."""
+"""Idempotency-Key on POST /v1/judge and /v1/judge/batch: retries get the stored judgement, never a
+second judge call; with API keys on, each API key has keys of its own."""
 
 from __future__ import annotations
 
@@ -14,11 +15,13 @@ import pytest
 from fastapi.testclient import TestClient
 
 import judge_service.store.sqlite as sqlite_store
+from judge_service.api.auth import caller_identity
 from judge_service.app import create_app
+from judge_service.backends.base import Generation, GenerationRequest
 from judge_service.backends.fake import FakeBackend
 from judge_service.config import Settings
 from judge_service.errors import JudgeBackendError
-from judge_service.idempotency import request_hash
+from judge_service.idempotency import ScopedKey, request_hash
 from judge_service.schemas import JudgeRequest, StoredJudgement, Timings, Usage
 from judge_service.store.base import IdempotencyKey, IdempotencyKeyTaken
 from judge_service.store.sqlite import SqliteJudgementStore
@@ -132,6 +135,153 @@ def test_two_processes_racing_on_one_key_store_one_judgement(tmp_path: Path) -> 
     with sqlite3.connect(db) as conn:
         rows = conn.execute("SELECT count(*) FROM judgements WHERE idempotency_key = 'race'").fetchone()
     assert rows == (1,)
+
+
+# --------------------------------------------------------------------------- batches
+
+
+def batch(*groups: dict[str, object]) -> dict[str, object]:
+    return {"groups": list(groups)}
+
+
+def judgement_ids(response: httpx.Response) -> list[str | None]:
+    assert response.status_code == 200, response.text
+    return [(item["judgement"] or {}).get("judgement_id") for item in response.json()["results"]]
+
+
+class FailsOnce(FakeBackend):
+    """The first judge call for the group whose prompt holds `marker` fails; every other call answers."""
+
+    def __init__(self, marker: str) -> None:
+        super().__init__()
+        self._marker: str | None = marker
+
+    async def generate(self, request: GenerationRequest) -> Generation:
+        if self._marker and any(self._marker in m["content"] for m in request.messages):
+            self._marker = None
+            self.requests.append(request)
+            raise JudgeBackendError("endpoint down")
+        return await super().generate(request)
+
+
+def test_a_retried_batch_replays_its_stored_groups(client: TestClient, fake_backend: FakeBackend) -> None:
+    body = batch(group(2, run_id="b1"), group(3, run_id="b1"), group(2, run_id="b1"))
+    first = judgement_ids(client.post("/v1/judge/batch", json=body, headers=key("step-7")))
+    assert len(set(first)) == 3, "identical groups at different indexes are judged apart"
+    calls = len(fake_backend.requests)
+    again = client.post("/v1/judge/batch", json=body, headers=key("step-7"))
+    assert judgement_ids(again) == first
+    assert len(fake_backend.requests) == calls, "the judge was called again"
+    assert replays(client) == 3
+    page = client.get("/v1/runs/b1/judgements").json()
+    assert sorted(i["judgement_id"] for i in page["items"]) == sorted(first)
+
+
+def test_a_retried_batch_judges_only_the_groups_that_failed(tmp_path: Path) -> None:
+    backend = FailsOnce(marker="flaky answer")
+    flaky = group(2) | {"answers": [{"id": "a0", "text": "flaky answer"}, {"id": "a1", "text": "b"}]}
+    body = batch(group(2), flaky, group(3))
+    with make_client(tmp_path, backend) as c:
+        wait_ready(c)
+        first = c.post("/v1/judge/batch", json=body, headers=key("step-8")).json()["results"]
+        assert [r["error"]["code"] if r["error"] else "ok" for r in first] == [
+            "ok",
+            "judge_unavailable",
+            "ok",
+        ]
+        assert len(backend.requests) == 3
+        retried = judgement_ids(c.post("/v1/judge/batch", json=body, headers=key("step-8")))
+        assert len(backend.requests) == 4, "only the failed group is judged again"
+        assert retried[0] == first[0]["judgement"]["judgement_id"]
+        assert retried[2] == first[2]["judgement"]["judgement_id"]
+        assert retried[1] is not None
+        assert replays(c) == 2
+
+
+def test_a_changed_group_in_a_retried_batch_is_a_409_for_that_group_alone(
+    client: TestClient, fake_backend: FakeBackend
+) -> None:
+    first = judgement_ids(client.post("/v1/judge/batch", json=batch(group(2), group(3)), headers=key("k-b")))
+    calls = len(fake_backend.requests)
+    changed = client.post("/v1/judge/batch", json=batch(group(2), group(4), group(1)), headers=key("k-b"))
+    assert changed.status_code == 200
+    results = changed.json()["results"]
+    assert results[0]["judgement"]["judgement_id"] == first[0]
+    assert results[1]["judgement"] is None
+    assert results[1]["error"]["code"] == "conflict"
+    assert "'k-b' (batch group 1)" in results[1]["error"]["message"]
+    assert first[1] in results[1]["error"]["message"]
+    assert results[2]["judgement"] is not None, "an index the first batch lacked is judged"
+    assert len(fake_backend.requests) == calls + 1
+
+
+def test_batch_keys_and_single_request_keys_do_not_meet(client: TestClient) -> None:
+    single = client.post("/v1/judge", json=group(2), headers=key("shared")).json()["judgement_id"]
+    [in_batch] = judgement_ids(client.post("/v1/judge/batch", json=batch(group(2)), headers=key("shared")))
+    assert in_batch != single
+    assert client.post("/v1/judge", json=group(2), headers=key("shared")).json()["judgement_id"] == single
+
+
+def test_scoped_keys_are_distinct_and_unqualified_keys_stay_as_they_were() -> None:
+    assert ScopedKey("k").stored == "k"
+    forms = {
+        ScopedKey(k, caller, group).stored
+        for k in ("k", "group=0", "caller=ab", "ab")
+        for caller in (None, "ab")
+        for group in (None, 0)
+    }
+    assert len(forms) == 16
+
+
+# --------------------------------------------------------------------------- API keys
+
+API_KEYS = ["tenant-one-secret-0123456789", "tenant-two-secret-abcdefghij"]
+
+
+def as_tenant(api_key: str, idempotency_key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {api_key}"} | key(idempotency_key)
+
+
+def test_each_api_key_has_idempotency_keys_of_its_own(tmp_path: Path) -> None:
+    backend = FakeBackend()
+    with make_client(tmp_path, backend, api_keys=",".join(API_KEYS)) as c:
+        wait_ready(c)
+        one = c.post("/v1/judge", json=group(2), headers=as_tenant(API_KEYS[0], "step-1"))
+        two = c.post("/v1/judge", json=group(3), headers=as_tenant(API_KEYS[1], "step-1"))
+        assert one.status_code == two.status_code == 200, "another tenant's key is no conflict"
+        assert one.json()["judgement_id"] != two.json()["judgement_id"]
+        calls = len(backend.requests)
+        again = c.post("/v1/judge", json=group(2), headers=as_tenant(API_KEYS[0], "step-1"))
+        assert again.json()["judgement_id"] == one.json()["judgement_id"]
+        batches = [
+            judgement_ids(c.post("/v1/judge/batch", json=batch(group(2)), headers=as_tenant(k, "b")))
+            for k in (*API_KEYS, API_KEYS[0])
+        ]
+        assert batches[0] != batches[1] and batches[2] == batches[0]
+        assert len(backend.requests) == calls + 2
+    with sqlite3.connect(tmp_path / "judgements.sqlite3") as conn:
+        stored_keys = {row[0] for row in conn.execute("SELECT idempotency_key FROM judgements")}
+    one_id, two_id = (caller_identity(k) for k in API_KEYS)
+    assert stored_keys == {
+        f"caller={one_id} step-1",
+        f"caller={two_id} step-1",
+        f"caller={one_id} group=0 b",
+        f"caller={two_id} group=0 b",
+    }
+
+
+def test_the_api_key_itself_is_never_stored(tmp_path: Path) -> None:
+    with make_client(tmp_path, FakeBackend(), api_keys=API_KEYS[0]) as c:
+        wait_ready(c)
+        assert c.post("/v1/judge", json=group(2), headers=as_tenant(API_KEYS[0], "k")).status_code == 200
+    db = tmp_path / "judgements.sqlite3"
+    with sqlite3.connect(db) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        dump = "\n".join(conn.iterdump())
+    conn.close()
+    assert API_KEYS[0] not in dump
+    for path in tmp_path.glob("judgements.sqlite3*"):
+        assert API_KEYS[0].encode() not in path.read_bytes()
 
 
 # --------------------------------------------------------------------------- the store
