@@ -183,7 +183,8 @@ class JudgeService:
             if isinstance(outcome, JudgeResponse):
                 items.append(BatchItem(judgement=outcome))
             elif isinstance(outcome, JudgeServiceError):
-                items.append(BatchItem(error=ErrorBody(code=outcome.code, message=outcome.message)))
+                error = ErrorBody(code=outcome.code, message=outcome.message, details=outcome.details or None)
+                items.append(BatchItem(error=error))
             else:
                 raise outcome
         return items

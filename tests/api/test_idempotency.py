@@ -211,6 +211,7 @@ def test_a_changed_group_in_a_retried_batch_is_a_409_for_that_group_alone(
     assert results[1]["error"]["code"] == "conflict"
     assert "'k-b' (batch group 1)" in results[1]["error"]["message"]
     assert first[1] in results[1]["error"]["message"]
+    assert results[1]["error"]["details"]["judgement_id"] == first[1]  # as a single request's 409 has
     assert results[2]["judgement"] is not None, "an index the first batch lacked is judged"
     assert len(fake_backend.requests) == calls + 1
 
