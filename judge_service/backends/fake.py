@@ -63,7 +63,7 @@ class FakeBackend:
                 raise step
             text = step
         else:
-            text = self._unscripted_reply(request)
+            text = self.unscripted_reply(request)
         prompt_tokens = await self.count_prompt_tokens(request.messages) or 0
         return Generation(text=text, prompt_tokens=prompt_tokens, completion_tokens=len(text) // 4)
 
@@ -72,7 +72,7 @@ class FakeBackend:
         """Valid marks for the request's ids and criteria; tests override it to script a judge."""
         return _marks(_criteria_by_id(request))
 
-    def _unscripted_reply(self, request: GenerationRequest) -> str:
+    def unscripted_reply(self, request: GenerationRequest) -> str:
         if type(self).marks_for is not FakeBackend.marks_for:
             return json.dumps(self.marks_for(request))
         # Cached, and sorted so that every shown order of a group hits the same entry (the parser
