@@ -61,7 +61,9 @@ class Settings(BaseSettings):
     )
 
     openai_base_url: str = Field(default="http://127.0.0.1:8001/v1", description="For backend=openai.")
-    openai_api_key: str | None = Field(default=None, description="Bearer token for the OpenAI endpoint.")
+    openai_api_key: SecretStr | None = Field(
+        default=None, description="Bearer token for the OpenAI endpoint (kept out of reprs and logs)."
+    )
     openai_timeout_s: float = Field(default=120.0, gt=0, description="Per HTTP call to the endpoint.")
     openai_transport_retries: int = Field(default=3, ge=0, le=10, description="On connect errors, 429, 5xx.")
     openai_backoff_base_s: float = Field(

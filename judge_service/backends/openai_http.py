@@ -158,7 +158,7 @@ class OpenAIHTTPBackend:
         return cls(
             settings.openai_base_url,
             model,
-            api_key=settings.openai_api_key,
+            api_key=settings.openai_api_key.get_secret_value() if settings.openai_api_key else None,
             timeout_s=settings.openai_timeout_s,
             transport_retries=settings.openai_transport_retries,
             max_context_tokens=settings.max_model_len,

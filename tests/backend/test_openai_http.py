@@ -156,6 +156,19 @@ async def test_bearer_header_sent_when_api_key_set() -> None:
     assert all(r.headers["authorization"] == f"Bearer {API_KEY}" for r in rec.requests)
 
 
+async def test_api_key_from_settings_is_sent_but_never_shown() -> None:
+    recorder = Recorder(sequence(completion_response()))
+    settings = Settings(backend="openai", model=MODEL, openai_base_url=BASE, openai_api_key=API_KEY)
+    assert API_KEY not in repr(settings) and API_KEY not in str(settings.model_dump())
+    backend = OpenAIHTTPBackend.from_settings(settings, transport=httpx.MockTransport(recorder))
+    await backend.start()
+    await backend.generate(request())
+    await backend.close()
+    assert recorder.requests and all(
+        r.headers["authorization"] == f"Bearer {API_KEY}" for r in recorder.requests
+    )
+
+
 async def test_no_authorization_header_without_api_key() -> None:
     backend, rec, _ = await make_backend(sequence(completion_response()))
     await backend.generate(request())
