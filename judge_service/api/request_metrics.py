@@ -6,6 +6,7 @@ which cost about a fifth of the service's CPU per group in the capacity benchmar
 
 from __future__ import annotations
 
+from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from judge_service.metrics import JudgeMetrics
@@ -31,7 +32,16 @@ class RequestMetrics:
         try:
             await self.app(scope, receive, recording_send)
         finally:
-            # The router records the matched route in the (shared) scope; refusals before routing
-            # (auth, size limit, drain) have none.
-            endpoint = getattr(scope.get("route"), "path", "unmatched")
-            self.metrics.requests.labels(endpoint=endpoint, status=str(status)).inc()
+            self.metrics.requests.labels(endpoint=_endpoint(scope), status=str(status)).inc()
+
+
+def _endpoint(scope: Scope) -> str:
+    """The route template the request was for: "/v1/judgements/{judgement_id}", never the raw path
+    (bounded label values), or "unmatched" for a path the service does not have."""
+    route = scope.get("route")  # recorded in the (shared) scope by the router
+    if route is None:
+        # Refused before routing (auth, size limit, drain): find the route it was meant for.
+        app = scope.get("app")
+        routes = getattr(getattr(app, "router", None), "routes", ())
+        route = next((r for r in routes if r.matches(scope)[0] == Match.FULL), None)
+    return getattr(route, "path", "unmatched")

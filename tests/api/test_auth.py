@@ -94,7 +94,13 @@ def test_probes_and_public_metrics_need_no_key(secured: TestClient) -> None:
     assert secured.get("/readyz").status_code == 200
     assert secured.get("/metrics").status_code == 200
     assert secured.post("/v1/judge", json=group(1)).status_code == 401
-    assert 'judge_requests_total{endpoint="unmatched",status="401"}' in secured.get("/metrics").text
+    assert secured.get("/v1/judgements/" + "a" * 32).status_code == 401
+    assert secured.get("/no/such/path").status_code == 401
+    text = secured.get("/metrics").text
+    # Refused before routing, still counted under the route they were for (templates, not raw paths).
+    assert 'judge_requests_total{endpoint="/v1/judge",status="401"} 1.0' in text
+    assert 'judge_requests_total{endpoint="/v1/judgements/{judgement_id}",status="401"} 1.0' in text
+    assert 'judge_requests_total{endpoint="unmatched",status="401"} 1.0' in text
 
 
 def test_metrics_can_be_made_private(tmp_path: Path) -> None:
