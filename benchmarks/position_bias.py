@@ -132,6 +132,11 @@ async def _main(args: argparse.Namespace) -> int:
             await engine.close()
     summary = summarize(judgements, args.answers)
     summary["model"] = judgements[0].judge_model if judgements else None
+    summary["marks_expected_per_position"] = args.groups * 4
+    summary["unscored_reasons"] = sorted(
+        {a.error or "" for j in judgements for a in j.answers if a.status == "unscored"}
+    )[:10]
+    summary["raw_output_sample"] = judgements[0].raw_outputs[0][:1500] if judgements else None
     result = {"config": vars(args), "summary": summary}
     positions = summary["mean_score_by_position"]
     headers = [

@@ -45,9 +45,18 @@ def output_schema(answer_ids: list[str], criteria: list[str], reason_max_chars: 
     }
 
 
-def max_output_tokens(n_answers: int, n_criteria: int, reason_max_chars: int) -> int:
-    """A bound on the tokens a complete reply needs: reasons at ~3 chars/token plus JSON structure."""
-    per_mark = reason_max_chars // 3 + 24
+def max_output_tokens(
+    n_answers: int, n_criteria: int, reason_max_chars: int, *, chars_per_token: int = 3
+) -> int:
+    """Tokens a complete reply takes with reasons at `chars_per_token` plus JSON structure.
+
+    The default (3, ordinary prose) is what a reply usually needs; `chars_per_token=1` covers the
+    worst the schema lets through in ASCII: a small judge that degenerates into "1.0.0.1.1..." spends a
+    token per character, and a reply cut off at the limit is unreadable JSON. LLMJudge.prepare gives
+    the judge the worst-case budget where the context has room, and refuses a group only when even
+    the usual budget does not fit.
+    """
+    per_mark = reason_max_chars // chars_per_token + 24
     return n_answers * (n_criteria * per_mark + 16) + 32
 
 

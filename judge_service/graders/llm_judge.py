@@ -87,16 +87,20 @@ class LLMJudge:
         )
         ids = [a.id for a in answers]
         names = [c.name for c in criteria]
-        max_tokens = max_output_tokens(len(ids), len(names), s.reason_max_chars)
+        usual = max_output_tokens(len(ids), len(names), s.reason_max_chars)
+        max_tokens = max_output_tokens(len(ids), len(names), s.reason_max_chars, chars_per_token=1)
         limit = self._backend.max_context_tokens
         if limit is not None:
             prompt_tokens = await self._backend.count_prompt_tokens(prompt.messages)
-            if prompt_tokens is not None and prompt_tokens + max_tokens > limit:
-                raise PromptTooLongError(
-                    f"the group needs {prompt_tokens} prompt tokens + {max_tokens} for the judge's reply, "
-                    f"over the judge's context of {limit} tokens; send fewer or shorter answers",
-                    details={"prompt_tokens": prompt_tokens, "reply_tokens": max_tokens, "limit": limit},
-                )
+            if prompt_tokens is not None:
+                if prompt_tokens + usual > limit:
+                    raise PromptTooLongError(
+                        f"the group needs {prompt_tokens} prompt tokens + {usual} for the judge's reply, "
+                        f"over the judge's context of {limit} tokens; send fewer or shorter answers",
+                        details={"prompt_tokens": prompt_tokens, "reply_tokens": usual, "limit": limit},
+                    )
+                # The worst-case budget where it fits; else what the context leaves (>= usual).
+                max_tokens = min(max_tokens, limit - prompt_tokens)
         return GenerationRequest(
             messages=prompt.messages,
             max_tokens=max_tokens,
