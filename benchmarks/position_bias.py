@@ -12,7 +12,8 @@ the same score in every order. Reported:
 - the mean overall score by shown position (1 = first), pooled over all orders and groups;
 - Spearman's rho between shown position and score, pooled (0: no position effect);
 - how often two orders rank the group's answers the same way: mean Kendall tau-b between the score
-  vectors of every pair of orders (1: identical rankings, 0: unrelated);
+  vectors of every pair of orders (1: identical rankings, 0: unrelated); pairs where an order gave
+  every answer the same score are left out (tau is undefined there), and their count is reported;
 - the share of answers whose overall score differs between orders.
 """
 
