@@ -90,7 +90,7 @@ def create_app(
     app.add_middleware(
         ApiKeyAuth, keys=parse_keys(settings.api_keys), public_paths=public_paths(settings.metrics_public)
     )
-    app.add_middleware(DrainGate, state=drain)
+    app.add_middleware(DrainGate, state=drain, max_in_flight=settings.max_requests_in_flight)
     app.add_middleware(RequestMetrics, metrics=metrics)
     app.include_router(routes.router)
     app.include_router(health.router)

@@ -89,6 +89,12 @@ class Settings(BaseSettings):
     # --- admission (backpressure)
     max_groups_in_flight: int = Field(default=32, ge=1, description="Groups submitted to the judge at once.")
     max_groups_queued: int = Field(default=256, ge=0, description="Waiting groups before answering 429.")
+    max_requests_in_flight: int = Field(
+        default=512,
+        ge=1,
+        description="HTTP requests handled at once (probes aside); beyond it 429 before the body is read. "
+        "With max_request_bytes it bounds the memory request bodies can hold (512 x 4 MiB at worst).",
+    )
 
     # --- input limits
     drain_timeout_s: float = Field(

@@ -1,6 +1,9 @@
-"""Graceful shutdown: finish the requests in flight, refuse new ones, then let the app close its store.
+"""Requests in flight: counted, capped, and drained at shutdown before the app closes its store.
 
 `DrainGate` is pure ASGI middleware that counts the requests in flight (health and metrics aside).
+Past `max_in_flight` a new request gets 429 `overloaded` before its body is read: the admission queue
+bounds the groups waiting for the judge, this bounds the requests being read, validated or answered,
+and so (with the body-size cap) the memory that request bodies can hold.
 At shutdown the lifespan calls `drain()`: from then on new requests get 503 `shutting_down` (retry on
 another replica), and the call returns once the in-flight ones have finished, or after the timeout.
 Without it, closing the backend and the store under a group still being judged would turn finished
@@ -62,9 +65,10 @@ class DrainState:
 
 
 class DrainGate:
-    def __init__(self, app: ASGIApp, state: DrainState) -> None:
+    def __init__(self, app: ASGIApp, state: DrainState, max_in_flight: int) -> None:
         self.app = app
         self.state = state
+        self.max_in_flight = max_in_flight
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get("path") in UNTRACKED_PATHS:
@@ -77,6 +81,18 @@ class DrainGate:
                 "the service is shutting down and takes no new requests; retry shortly (another "
                 "replica, or this one once restarted)",
                 headers={"Retry-After": "1", "Connection": "close"},
+            )
+            await response(scope, receive, send)
+            return
+        if self.state.active >= self.max_in_flight:
+            response = error_response(
+                429,
+                "overloaded",
+                f"the service is handling {self.state.active} requests, its limit "
+                "(JUDGE_MAX_REQUESTS_IN_FLIGHT); retry after Retry-After seconds, or send groups in "
+                "batches (POST /v1/judge/batch) instead of one request each",
+                {"limit": self.max_in_flight},
+                headers={"Retry-After": "1", "Connection": "close"},  # the unread body is not drained
             )
             await response(scope, receive, send)
             return

@@ -133,3 +133,39 @@ def test_refused_callers_that_honour_retry_after_are_judged(service: ServiceProc
 
     with ThreadPoolExecutor(max_workers=12) as pool:
         assert list(pool.map(patient, range(12))) == [200] * 12
+
+
+def test_requests_past_the_in_flight_cap_are_refused_before_their_body_is_read(tmp_path: Path) -> None:
+    """The cap on requests in flight (memory held by bodies): 429 at once; probes are never refused."""
+    cap = 3
+    proc = ServiceProcess(tmp_path, fake_latency_s=LATENCY_S, max_requests_in_flight=cap, parse_retries=0)
+    proc.start()
+    try:
+
+        def one(i: int) -> httpx.Response:
+            with httpx.Client(base_url=proc.url, timeout=20) as client:
+                return client.post("/v1/judge", json=group(2, group_key=f"c{i}"))
+
+        with ThreadPoolExecutor(max_workers=12) as pool:
+            pending = [pool.submit(one, i) for i in range(12)]
+            time.sleep(LATENCY_S / 2)  # the first ones are being judged now
+            with httpx.Client(base_url=proc.url, timeout=5) as client:
+                assert client.get("/readyz").status_code == 200
+                assert client.get("/metrics").status_code == 200
+            responses = [f.result() for f in pending]
+
+        ok = [r for r in responses if r.status_code == 200]
+        refused = [r for r in responses if r.status_code == 429]
+        assert len(ok) + len(refused) == len(responses), [r.status_code for r in responses]
+        assert len(ok) >= cap and refused
+        for response in refused:
+            assert response.headers["Retry-After"] == "1"
+            error = response.json()["error"]
+            assert error["code"] == "overloaded" and error["details"] == {"limit": cap}
+            assert "JUDGE_MAX_REQUESTS_IN_FLIGHT" in error["message"]
+        with httpx.Client(base_url=proc.url, timeout=10) as client:
+            assert client.post("/v1/judge", json=group(1)).status_code == 200  # the cap frees up
+            text = client.get("/metrics").text
+            assert f'judge_requests_total{{endpoint="/v1/judge",status="429"}} {len(refused)}.0' in text
+    finally:
+        proc.stop()
