@@ -16,7 +16,9 @@ POST /v1/judge/batch takes a key too, one per group: group i is a request of its
 qualified by `group=i`. A retry of the batch replays the groups stored and judges the rest (those that
 failed); a different group at an index is a 409 for that group alone. With API keys on, every key is
 also qualified by the caller (`caller=<first 16 hex of sha256(API key)>`, never the key itself), so
-tenants cannot see or block each other's judgements. As stored: `[caller=<hex> ][group=<i> ]<key>`.
+tenants cannot see or block each other's judgements. POST /v1/regrade qualifies the key by the judgement
+each new one re-scores (`regrade=<id>`), so a retried regrade replays the groups already re-scored.
+As stored: `[caller=<hex> ][group=<i> ][regrade=<id>]<key>`.
 A header key is visible ASCII without spaces, so the part after the last space is the caller's key and
 the qualifiers before it are ours: no two (caller, group, key) share a stored key, and a key without
 qualifiers (no auth, single request) is stored as it was before qualifiers existed.
@@ -56,10 +58,13 @@ class ScopedKey:
     key: str
     caller: str | None = None  # api.auth identity of the request's API key; None without API keys
     group: int | None = None  # index in a batch; None for POST /v1/judge
+    regrade_of: str | None = None  # POST /v1/regrade: the judgement re-scored (a stored 32-hex id)
 
     @property
     def stored(self) -> str:
         parts = [self.key]
+        if self.regrade_of is not None:
+            parts.insert(0, f"regrade={self.regrade_of}")
         if self.group is not None:
             parts.insert(0, f"group={self.group}")
         if self.caller is not None:
@@ -68,6 +73,8 @@ class ScopedKey:
 
     def __str__(self) -> str:
         where = f" (batch group {self.group})" if self.group is not None else ""
+        if self.regrade_of is not None:
+            where = f" (regrade of {self.regrade_of})"
         return f"Idempotency-Key {self.key[:64]!r}{where}"
 
 

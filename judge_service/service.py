@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 import uuid
 from dataclasses import dataclass
@@ -196,8 +197,11 @@ class JudgeService:
             return await self._grade(request)
         return await self._idempotency.once(ScopedKey(idempotency_key, caller, index), request, self._grade)
 
-    async def regrade(self, request: RegradeRequest) -> RegradeResponse:
-        """Re-score stored groups under other grader settings (quality/regrade.py); failures per group."""
+    async def regrade(
+        self, request: RegradeRequest, *, idempotency_key: str | None = None, caller: str | None = None
+    ) -> RegradeResponse:
+        """Re-score stored groups under other grader settings (quality/regrade.py); failures per group.
+        With an idempotency key, each stored group is re-scored at most once per key and caller."""
         next_cursor = None
         if request.judgement_ids is not None:
             ids = request.judgement_ids
@@ -207,15 +211,28 @@ class JudgeService:
             )
             ids = [item.judgement_id for item in page.items if item.regrade_of is None]
             next_cursor = page.next_cursor
-        results = await asyncio.gather(*(self._regrade_one(old_id, request) for old_id in ids))
+        results = await asyncio.gather(
+            *(self._regrade_one(old_id, request, idempotency_key, caller) for old_id in ids)
+        )
         return RegradeResponse(results=list(results), next_cursor=next_cursor)
 
-    async def _regrade_one(self, old_id: str, overrides: RegradeRequest) -> RegradeItem:
+    async def _regrade_one(
+        self, old_id: str, overrides: RegradeRequest, idempotency_key: str | None, caller: str | None
+    ) -> RegradeItem:
         try:
             old = await self.get(old_id)
-            new = await self.grade(regraded_request(old, overrides), regrade_of=old_id)
+            new_request = regraded_request(old, overrides)
+            grade = functools.partial(self._grade, regrade_of=old_id)
+            if idempotency_key is None:
+                new = await grade(new_request)
+            else:
+                scoped = ScopedKey(idempotency_key, caller, regrade_of=old_id)
+                new = await self._idempotency.once(scoped, new_request, grade)
         except JudgeServiceError as exc:
-            return RegradeItem(regrade_of=old_id, error=ErrorBody(code=exc.code, message=exc.message))
+            return RegradeItem(
+                regrade_of=old_id,
+                error=ErrorBody(code=exc.code, message=exc.message, details=exc.details or None),
+            )
         return RegradeItem(regrade_of=old_id, judgement=new)
 
     async def get(self, judgement_id: str) -> StoredJudgement:

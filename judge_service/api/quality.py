@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from pydantic import Field, model_validator
 
+from judge_service.api.auth import caller_of
 from judge_service.api.deps import ServiceDep
+from judge_service.api.headers import idempotency_key_header
 from judge_service.errors import InvalidGroupError, NotFoundError
 from judge_service.quality.agreement import AgreementReport, HumanLabels, agreement
 from judge_service.quality.calibration import CalibrationReport, calibrate
@@ -21,6 +23,15 @@ _RUN_ID = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$"
 Score = Annotated[float, Field(allow_inf_nan=False)] | None
 
 router = APIRouter(prefix="/v1", responses=_ERRORS)
+
+RegradeIdempotencyKeyHeader = Annotated[
+    str | None,
+    idempotency_key_header(
+        "Retry safely, per group: a regrade repeated with the same key returns the groups already "
+        "re-scored under it (same judgement_ids) and re-scores only the others; other overrides for the "
+        "same group under the same key get a 409 `conflict` in its result slot."
+    ),
+]
 
 
 class RunSelection(StrictModel):
@@ -99,5 +110,10 @@ def _stored_getter(service: JudgeService) -> JudgementGetter:
     response_model=RegradeResponse,
     summary="Re-score stored groups under another grader configuration; new judgements link to the old",
 )
-async def regrade(request: RegradeRequest, service: ServiceDep) -> RegradeResponse:
-    return await service.regrade(request)
+async def regrade(
+    request: RegradeRequest,
+    http: Request,
+    service: ServiceDep,
+    idempotency_key: RegradeIdempotencyKeyHeader = None,
+) -> RegradeResponse:
+    return await service.regrade(request, idempotency_key=idempotency_key, caller=caller_of(http.scope))

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
-from fastapi import APIRouter, Header, Path, Query, Request
+from fastapi import APIRouter, Path, Query, Request
 
 from judge_service.api.auth import caller_of
 from judge_service.api.deps import ServiceDep
+from judge_service.api.headers import idempotency_key_header
 from judge_service.schemas import (
     BatchJudgeRequest,
     BatchJudgeResponse,
@@ -28,27 +29,16 @@ JudgementId = Annotated[str, Path(pattern=r"^[0-9a-f]{32}$", description="judgem
 RunId = Annotated[str, Path(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$")]
 
 
-def _idempotency_key_header(description: str) -> Any:
-    return Header(
-        alias="Idempotency-Key",
-        min_length=1,
-        max_length=255,
-        pattern=r"^[\x21-\x7e]+$",
-        description=f"{description} 1-255 visible ASCII characters, e.g. a UUID. With API keys on, each "
-        "API key has keys of its own.",
-    )
-
-
 IdempotencyKeyHeader = Annotated[
     str | None,
-    _idempotency_key_header(
+    idempotency_key_header(
         "Retry safely: a request repeated with the same key and body returns the stored judgement (same "
         "judgement_id) without judging again; the same key with another body is 409."
     ),
 ]
 BatchIdempotencyKeyHeader = Annotated[
     str | None,
-    _idempotency_key_header(
+    idempotency_key_header(
         "Retry safely, per group: a batch repeated with the same key returns the groups already stored "
         "(same judgement_ids) and judges only the others (e.g. those that failed); a different group at "
         "an index gets a 409 `conflict` in its result slot."

@@ -21,6 +21,7 @@ import asyncio
 import json
 import os
 import sys
+import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -86,6 +87,11 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     rg.add_argument("--orders", type=int, help="answer orders judged per group (1-4)")
     rg.add_argument("--as-run-id", help="file the new judgements under this run")
     rg.add_argument("--out", type=Path, help="JSONL, one line per group (default: stdout); replaced")
+    rg.add_argument(
+        "--idempotency-key",
+        help="sent with every request, so a retried request re-scores no group twice (default: a new "
+        "random key per command); pass the key a stopped command printed to continue it",
+    )
     _client_options(rg)
 
 
@@ -201,8 +207,9 @@ async def judge_file_command(args: argparse.Namespace, transport: Transport = No
 
 async def regrade_command(args: argparse.Namespace, transport: Transport = None) -> int:
     requests = regrade_requests(args)
+    key = args.idempotency_key or uuid.uuid4().hex
     total = None if args.run_id else sum(len(r.judgement_ids or ()) for r in requests)
-    tally = RegradeTally()
+    tally = RegradeTally(key=key)
     client = JudgeClient(
         args.server,
         timeout_s=args.timeout,
@@ -223,9 +230,9 @@ async def regrade_command(args: argparse.Namespace, transport: Transport = None)
 
         async with client:
             if args.run_id:
-                tally.stopped = await _regrade_run(client, requests[0], emit)
+                tally.stopped = await _regrade_run(client, requests[0], emit, key)
             else:
-                await _regrade_ids(client, requests, emit)
+                await _regrade_ids(client, requests, emit, key)
     sys.stderr.write(tally.summary() + "\n")
     return 1 if tally.failed or tally.stopped else 0
 
@@ -288,15 +295,16 @@ def _criteria(path: Path | None) -> list[Any] | None:
 Emit = Callable[[list[RegradeItem]], Awaitable[None]]
 
 
-async def _regrade_run(client: JudgeClient, first: RegradeRequest, emit: Emit) -> str | None:
+async def _regrade_run(client: JudgeClient, first: RegradeRequest, emit: Emit, key: str) -> str | None:
     """Every page of the run, following next_cursor; why it stopped early, or None when it got through."""
     cursor = first.cursor
     while True:
         body = first.model_copy(update={"cursor": cursor}).model_dump(exclude_none=True)
-        reply = await client.regrade(body)
+        reply = await client.regrade(body, idempotency_key=key)
         if not reply.ok:
             error = reply.error()
             resume = f"continue with --cursor {cursor}" if cursor else "run the command again"
+            resume += f" --idempotency-key {key}"
             return f"stopped by {reply.status} {error['code']}: {error['message']}; {resume}"
         page = RegradeResponse.model_validate(reply.body)
         await emit(page.results)
@@ -305,9 +313,9 @@ async def _regrade_run(client: JudgeClient, first: RegradeRequest, emit: Emit) -
         cursor = page.next_cursor
 
 
-async def _regrade_ids(client: JudgeClient, requests: list[RegradeRequest], emit: Emit) -> None:
+async def _regrade_ids(client: JudgeClient, requests: list[RegradeRequest], emit: Emit, key: str) -> None:
     for request in requests:
-        reply = await client.regrade(request.model_dump(exclude_none=True))
+        reply = await client.regrade(request.model_dump(exclude_none=True), idempotency_key=key)
         if reply.ok:
             await emit(RegradeResponse.model_validate(reply.body).results)
         else:  # the whole request failed: so did each of its groups
@@ -355,6 +363,7 @@ class RegradeTally:
     change_sum: float = 0.0
     changed_answers: int = 0
     stopped: str | None = None  # why a run was not regraded to its end
+    key: str = ""  # the Idempotency-Key the command sent
 
     def add(self, record: dict[str, Any]) -> None:
         if "error" in record:
@@ -381,6 +390,10 @@ class RegradeTally:
             lines.append(f"... and {self.failed - len(self.failures)} more failures in the output")
         if self.stopped:
             lines.append(self.stopped)
+        elif self.failed:
+            lines.append(
+                f"to retry the failed groups only, run the command again with --idempotency-key {self.key}"
+            )
         return "\n".join(lines)
 
 

@@ -114,8 +114,9 @@ class JudgeClient:
     async def judge(self, group: dict[str, Any]) -> Reply:
         return await self.request("POST", "/v1/judge", json=group)
 
-    async def regrade(self, body: dict[str, Any]) -> Reply:
-        return await self.request("POST", "/v1/regrade", json=body)
+    async def regrade(self, body: dict[str, Any], *, idempotency_key: str | None = None) -> Reply:
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
+        return await self.request("POST", "/v1/regrade", json=body, headers=headers)
 
     async def get(self, judgement_id: str) -> dict[str, Any] | None:
         reply = await self.request("GET", f"/v1/judgements/{judgement_id}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
+from judge_service.backends.fake import FakeBackend
 from tests.api.conftest import group
 
 CRITERION = {"name": "correctness", "description": "right", "mark_1": "wrong", "mark_5": "right"}
@@ -80,3 +81,37 @@ def test_regrade_request_is_validated(client: TestClient) -> None:
         response = client.post("/v1/regrade", json=body)
         assert response.status_code == 422, body
         assert response.json()["error"]["code"] == "invalid_request"
+
+
+def test_a_retried_regrade_with_an_idempotency_key_rescores_each_group_once(
+    client: TestClient, fake_backend: FakeBackend
+) -> None:
+    olds = [
+        client.post("/v1/judge", json=group(3, run_id="ik", step=i)).json()["judgement_id"] for i in range(2)
+    ]
+    body = {"judgement_ids": olds, "criteria": [CRITERION]}
+    first = client.post("/v1/regrade", json=body, headers={"Idempotency-Key": "regrade-1"}).json()["results"]
+    calls = len(fake_backend.requests)
+    # A retry, with one more group: the two re-scored ones are replayed, only the new one is judged.
+    extra = client.post("/v1/judge", json=group(3, run_id="ik", step=9)).json()["judgement_id"]
+    calls += 1
+    retry = client.post(
+        "/v1/regrade", json=body | {"judgement_ids": [*olds, extra]}, headers={"Idempotency-Key": "regrade-1"}
+    ).json()["results"]
+    assert [r["judgement"]["judgement_id"] for r in retry[:2]] == [
+        r["judgement"]["judgement_id"] for r in first
+    ]
+    assert retry[2]["judgement"]["regrade_of"] == extra and len(fake_backend.requests) == calls + 1
+    for old, item in zip(olds, first, strict=True):  # a keyed regrade is linked like any other
+        assert client.get(f"/v1/judgements/{item['judgement']['judgement_id']}").json()["regrade_of"] == old
+    # Other overrides for the same groups under the same key: a conflict per group, nothing judged.
+    other = client.post(
+        "/v1/regrade",
+        json={"judgement_ids": olds, "grader": "similarity"},
+        headers={"Idempotency-Key": "regrade-1"},
+    ).json()["results"]
+    assert [r["error"]["code"] for r in other] == ["conflict", "conflict"]
+    assert "regrade of" in other[0]["error"]["message"] and len(fake_backend.requests) == calls + 1
+    # Without a key every call re-scores anew.
+    unkeyed = [client.post("/v1/regrade", json=body).json()["results"][0] for _ in range(2)]
+    assert unkeyed[0]["judgement"]["judgement_id"] != unkeyed[1]["judgement"]["judgement_id"]

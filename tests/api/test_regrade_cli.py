@@ -129,6 +129,29 @@ async def test_failed_groups_are_reported_and_fail_the_command(
     assert f"failed {bad}: judge_unavailable" in err and f"failed {missing}: not_found" in err
 
 
+async def test_rerun_with_the_printed_key_rescores_only_the_failed_groups(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    failing = group(2)
+    failing["answers"][0]["text"] = "FAIL"
+    async with serving(tmp_path, FakeBackend()) as app:
+        good, bad = await judge_groups(app, [group(2), failing])
+    argv = ("regrade", "--ids", f"{good},{bad}", "--grader", "judge")
+    async with serving(tmp_path, FailsMarkedGroups()) as app:
+        assert await regrade_command(parse(*argv), transport=Recording(app)) == 1
+    out, err = capsys.readouterr()
+    first = {r["regrade_of"]: r for r in (json.loads(line) for line in out.splitlines())}
+    assert "error" in first[bad] and "run the command again with --idempotency-key " in err
+    key = err.rsplit("--idempotency-key ", 1)[1].split()[0]
+
+    backend = FakeBackend()
+    async with serving(tmp_path, backend) as app:
+        assert await regrade_command(parse(*argv, "--idempotency-key", key), transport=Recording(app)) == 0
+    again = {r["regrade_of"]: r for r in (json.loads(line) for line in capsys.readouterr().out.splitlines())}
+    assert again[good]["judgement_id"] == first[good]["judgement_id"]  # replayed, not re-scored
+    assert again[bad]["judgement_id"] and len(backend.requests) == 1  # only the failed one was judged
+
+
 async def test_a_failed_page_stops_the_run_with_the_cursor_to_continue_from(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
