@@ -10,7 +10,7 @@ What counts as a figure
     with the Unicode minus U+2212).
   * Kinds: "percent" ("12%", "12 %", "12 percent", "3 pp", "25 bps" = 0.25) matches only percent
     and shares; everything else is a plain number. Currency symbols and codes are kept for display
-    only, so "$1,705M" matches "1,700M".
+    only, so "$1,705M" matches "1,700M"; codes after the number are read in any case ("1 705 eur").
   * Shares: a plain decimal below 1 in magnitude, written with a decimal mark ("0.0991", ".5",
     "-0,035"; no currency, scale, unit or exponent), also counts as a percent of 100 times its value,
     in either text: a reference "9.91%" matches an answer "0.0991", a reference "0.0991" an answer
@@ -18,8 +18,8 @@ What counts as a figure
     matches "0.005" but not "0.5" (= 50%), and "9.91" or "12" never match a percent. The risk taken:
     an unrelated ratio ("beta 0.12") can stand in for a percent ("12%") the answer got wrong.
   * Scales multiply: k/K/thousand/Tsd./Tausend 1e3; M/m/mn/million/Mio./Millionen 1e6;
-    B/b/bn/billion/Mrd./Milliarde(n) 1e9; T/tn/trillion/Bio./Billionen 1e12 (German "Billion" = 1e12
-    only in the German forms; English "billion" = 1e9). Words scale with or without a space
+    B/b/bn/billion/Mrd./Milliarde(n)/milliard(s) 1e9; T/tn/trillion/Bio./Billionen 1e12 (German
+    "Billion" = 1e12 only in the German forms; English "billion" = 1e9). Words scale with or without a space
     ("1.705 bn", "2 Mio."), and so do letters touching the number ("5k", "1,705M"). A letter after one
     space must stand alone: then a space or the end, with at most one of .,;:!? between ("12 k.", not
     "2 M.Sc", "3 by 4", "5 M&A"). k, K, M and B then scale ("12 k", "$1.7 B"; risk: "300 K" in kelvin
@@ -35,9 +35,18 @@ What counts as a figure
     ("Q3", "GPT-4", "COVID-19", "3D", "1st", "5kg").
 
 Separators
-  * Apostrophes (1'000'000; also U+2019) and no-break/thin spaces always group thousands; a plain space
-    groups thousands only when a decimal part or a unit follows ("1 705,3", "3 500 €") or a group
-    starts with 0 ("15 000"), so a list like "100 200 300" stays three numbers.
+  * Apostrophes (Swiss 1'705'000; also U+2019) and the no-break, narrow no-break and thin spaces
+    (U+00A0, U+202F, U+2009, as French and German typesetting put them) always group thousands.
+  * A plain space joins a lead of 1-3 digits with all the groups of exactly 3 digits after it (and
+    none of them if the last is followed by a further digit, "1 705 2024") only when
+      - a decimal part follows: "1 705,3";
+      - a group after the lead starts with 0: "15 000", "between 2 and 3 000";
+      - or the figure has a currency or unit read by the rules above, before or after it: "€ 1 705",
+        "1 705 CHF", "1 705 %", "12 345 bps", "1 705 bn", "1 705 Mio.", "1 705 k", "1 705 M",
+        "$1 705 m" (m, b and T only after a currency, as for any number).
+    Otherwise each group is a number of its own: "100 200 300", "1 2 3", "page 12 345", "in 2019 1 705
+    units" (a 4-digit year is no lead), "3 500 m sprint" (metres: no currency, so m is no scale).
+    Risk taken: "$5 100 times" reads 5,100.
   * With both '.' and ',' the last one is the decimal mark ("1,705.3" = "1.705,3" = 1705.3).
   * One separator repeated is a thousands separator (1,000,000 / 1.000.000) when the groups have 3
     digits; otherwise the token is not a figure (a version or a list).
@@ -76,7 +85,8 @@ _GROUP_MARKS = "\u00a0\u202f\u2009'’"
 _SCALES = {
     "k": 1e3, "thousand": 1e3, "thousands": 1e3, "tsd": 1e3, "tausend": 1e3,
     "m": 1e6, "mn": 1e6, "million": 1e6, "millions": 1e6, "mio": 1e6, "millionen": 1e6,
-    "b": 1e9, "bn": 1e9, "billion": 1e9, "billions": 1e9, "mrd": 1e9, "milliarde": 1e9, "milliarden": 1e9,
+    "b": 1e9, "bn": 1e9, "billion": 1e9, "billions": 1e9, "mrd": 1e9,
+    "milliard": 1e9, "milliards": 1e9, "milliarde": 1e9, "milliarden": 1e9,
     "t": 1e12, "tn": 1e12, "trillion": 1e12, "trillions": 1e12, "bio": 1e12, "billionen": 1e12,
 }  # fmt: skip
 
@@ -99,9 +109,6 @@ _REFERENCES_DATES_TIMES = re.compile(
 )
 _UNGROUP = str.maketrans("", "", _GROUP_MARKS + " ")
 
-_UNIT_AHEAD = (
-    r"\s?(?:%|[€$£¥]|(?ai:eur|usd|chf|gbp|mio|mrd|tsd|thousand|million|billion|milliard|euro|dollar))"
-)
 _FIGURE = re.compile(
     rf"""
     (?=[-+−$€£¥A-Z.\d])                               # cheap first-character filter, for speed
@@ -109,19 +116,22 @@ _FIGURE = re.compile(
     (?P<sign>[-+−])?
     (?P<currency>(?:[A-Z]{{1,2}})?[$€£¥][ ]?|(?:USD|EUR|GBP|CHF|JPY)[ ]?)?
     (?P<sign_after_currency>[-+−])?
+    # Space groups are taken possessively (++): a run joins whole or not at all, and a long run of
+    # groups is not retried group by group (that made 20,000 characters of "234 234 ..." take seconds).
     (?P<body>
         \d{{1,3}}(?:[{_GROUP_MARKS}]\d{{3}})+(?:[.,]\d+)?
-      | \d{{1,3}}(?:[ ]\d{{3}})+(?:[.,]\d+|(?={_UNIT_AHEAD}))
-      | \d{{1,3}}(?=(?:[ ]\d{{3}})*[ ]0)(?:[ ]\d{{3}})+    # "1 000 000": a group led by 0 is no number
+      | \d{{1,3}}(?:[ ]\d{{3}})++[.,]\d+                 # "1 705,3"
+      | \d{{1,3}}(?=(?:[ ][1-9]\d\d)*+[ ]0)(?:[ ]\d{{3}})++ # "1 000 000": a group led by 0 is no number
+      | (?P<spaced>\d{{1,3}}(?:[ ]\d{{3}})++)             # "1 705 M": needs a currency or unit, see below
       | \d+(?:[.,]\d+)*
       | \.\d+
     )(?!\d)(?![.,]\d)                                 # the body is maximal: no backing off "1,705x"
     (?P<exponent>[eE][-+]?\d{{1,2}})?
-    (?:
+    (?P<unit>
         (?P<percent>[ \u00a0\u202f]?%|\s?(?ai:percent|per\s?cent|prozent|pct|percentage\s+points?|pp)\b)
       | (?P<bps>\s?(?ai:bps|bp|basis\s+points?)\b)
       | (?P<scale>
-            \s?(?ai:thousands?|tausend|millions?|millionen|billions?|milliarden?|billionen|trillions?)\b
+            \s?(?ai:thousands?|tausend|millions?|millionen|billions?|milliard(?:e|en|s)?|billionen|trillions?)\b
           | \s?(?ai:tsd|mio|mrd|bio)\b\.?
           | \s?(?ai:bn|mn|tn)\b
           | (?:[kKmMbB]|T)(?![^\W_])
@@ -129,7 +139,9 @@ _FIGURE = re.compile(
           | [ \u00a0\u202f](?(currency)[kKmMbBT](?=[.,;:!?)]*(?:\s|\Z))|[kKMB](?=[.,;:!?]?(?:\s|\Z)))
         )
     )?
-    (?P<currency_after>\s?(?:[€$£¥]|(?:EUR|USD|GBP|CHF|JPY)\b|(?ai:euros?|dollars?)\b))?
+    (?P<currency_after>\s?(?:[€$£¥]|(?ai:eur|usd|gbp|chf|jpy|euros?|dollars?)\b))?
+    # a spaced body with neither currency nor unit fails, so the match backs off to its lead: "page 12 345"
+    (?(spaced)(?(currency)|(?(unit)|(?(currency_after)|(?!)))))
     (?![^\W_])                                        # "3D", "1st", "5kg" are not figures
     """,
     re.VERBOSE,
@@ -178,9 +190,7 @@ def _to_figure(
     magnitude = _parse_body(digits, comma_decimal and not match["exponent"])
     if magnitude is None:
         return None
-    unmarked = not (match["currency"] or match["currency_after"] or match["exponent"]) and not (
-        match["percent"] or match["bps"] or match["scale"]
-    )
+    unmarked = not (match["currency"] or match["currency_after"] or match["exponent"] or match["unit"])
     if unmarked and not match["sign"] and digits.isdigit():
         if magnitude < 10 and not include_small_integers:
             return None

@@ -127,6 +127,98 @@ def test_scale_after_a_space(text: str, values: list[float]) -> None:
     assert [f.value for f in extract_figures(text)] == pytest.approx(values)
 
 
+@pytest.mark.parametrize(
+    ("text", "values"),
+    [
+        # a plain space joins 3-digit groups before any unit the grader reads, by its usual rules
+        ("EV 1 705 bn", [1.705e12]),
+        ("EV 1 705 M", [1.705e9]),
+        ("EV 1 705 M.", [1.705e9]),
+        ("EUR 1 705 Mrd", [1.705e12]),
+        ("1 705 k users", [1.705e6]),
+        ("1 705 K, 2 500 B!", [1.705e6, 2.5e12]),
+        ("1 705 mn and 1 705 Bn.", [1.705e9, 1.705e12]),
+        ("1 705 tn or 1 705 trillion", [1.705e15, 1.705e15]),
+        ("1 705 million", [1.705e9]),
+        ("1 705 Tausend, 1 705 Tsd., 1 705 Bio.", [1.705e6, 1.705e6, 1.705e15]),
+        ("1 705 milliards", [1.705e12]),
+        ("1 705M", [1.705e9]),
+        ("$1 705 m", [1.705e9]),  # m, b and T after a currency
+        ("USD 1 705 b", [1.705e12]),
+        ("EV ($1 705 B).", [1.705e12]),
+        ("1 705 500 bn", [1.7055e15]),
+        ("-1 705 M", [-1.705e9]),
+        ("1 705\u00a0M", [1.705e9]),
+        ("1 705 %, 1 705 percent", [1705.0, 1705.0]),
+        ("12 345 bps", [123.45]),
+        ("1 705 CHF, 1 705 eur, 1 705 JPY", [1705.0, 1705.0, 1705.0]),
+        ("€ 1 705 and CHF 2 500", [1705.0, 2500.0]),  # a currency before also joins
+        ("1 705,3", [1705.3]),  # a decimal part
+        ("between 2 and 3 000", [2.0, 3000.0]),  # a group led by 0
+        ("in 2019 1 705 M units", [2019.0, 1.705e9]),
+        ("$5 100 times", [5100.0]),  # the risk taken
+        # otherwise each group is a number
+        ("3 500 m sprint", [3.0, 500.0]),  # metres: m scales only after a currency
+        ("1 705 b and 1 705 T", [1.0, 705.0, 1.0, 705.0]),
+        ("1 2 3", [1.0, 2.0, 3.0]),
+        ("100 200 300", [100.0, 200.0, 300.0]),
+        ("in 2019 1 705 units", [2019.0, 1.0, 705.0]),
+        ("page 12 345", [12.0, 345.0]),
+        ("2019 705 M", [2019.0, 705e6]),  # a 4-digit number is no lead
+        ("1 705 2024 M", [1.0, 705.0, 2.024e9]),  # a group glued to a further digit: no join
+        ("A) 1 705 B) 30", [1.0, 705.0, 30.0]),  # list letter
+        ("1 705 M&A deals, 1 705 kg, 1 705 millionaires", [1.0, 705.0] * 3),
+        # no-break spaces and apostrophes always group
+        ("1\u202f705\u202f000\u202f€", [1.705e6]),
+        ("1\u00a0705\u00a0000 €", [1.705e6]),
+        ("1\u202f705 units", [1705.0]),
+        ("1\u202f705,5\u202fMio. €", [1.7055e9]),
+        ("1\u2009705", [1705.0]),
+        ("CHF 1'705'000 and 1’705.50", [1.705e6, 1705.5]),
+        ("1'705 M", [1.705e9]),
+    ],
+)
+def test_space_grouped_thousands(text: str, values: list[float]) -> None:
+    figures = extract_figures(text, include_small_integers=True)
+    assert [f.value for f in figures] == pytest.approx(values)
+
+
+_UNITS = [" bn", " mn", " tn", " k", " K", " M", "M", "\u00a0M", " B", " million", " Mio.", " Mrd.", " Tsd."]
+_UNITS += [" %", " percent", " bps", " €", " CHF"]
+_CURRENCY_UNITS = [" m", " b", " T"]  # scales only after a currency
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    number=st.integers(min_value=1000, max_value=10**12),
+    currency_and_unit=st.one_of(
+        st.tuples(st.sampled_from(["", "$", "EUR "]), st.sampled_from(_UNITS)),
+        st.tuples(st.sampled_from(["$", "EUR "]), st.sampled_from(_CURRENCY_UNITS)),
+    ),
+)
+def test_space_grouping_before_a_unit_reads_like_no_grouping(
+    number: int, currency_and_unit: tuple[str, str]
+) -> None:
+    currency, unit = currency_and_unit
+    spaced = f"{number:,}".replace(",", " ")
+    grouped = extract_figures(f"EV {currency}{spaced}{unit} in total")
+    assert [f.value for f in grouped] == [
+        f.value for f in extract_figures(f"EV {currency}{number}{unit} in total")
+    ]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    groups=st.lists(st.integers(min_value=100, max_value=999), min_size=1, max_size=4),
+    lead=st.integers(1, 999),
+)
+def test_space_grouping_without_a_unit_splits(groups: list[int], lead: int) -> None:
+    text = " ".join(map(str, [lead, *groups]))
+    for suffix in [" in total", " m sprint", " b", " T", " kg"]:
+        figures = extract_figures(f"count {text}{suffix}", include_small_integers=True)
+        assert [f.value for f in figures] == [lead, *groups]
+
+
 _NUMBER_TEXTS = st.builds(
     lambda units, places: f"{units / 10**places:,.{places}f}",
     st.integers(min_value=1, max_value=10**7),
