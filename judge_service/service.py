@@ -12,7 +12,8 @@ from datetime import UTC, datetime
 from judge_service.admission import GroupAdmission
 from judge_service.criteria import resolve_criteria
 from judge_service.errors import JudgeServiceError, NotFoundError, NotReadyError
-from judge_service.graders.composite import combine, plan_for, rule_grades
+from judge_service.graders.blend import TermGrade
+from judge_service.graders.composite import GradingPlan, combine, plan_for, rule_grades
 from judge_service.graders.llm_judge import JudgeOutcome, LLMJudge
 from judge_service.idempotency import IdempotencyGuard, ScopedKey
 from judge_service.metrics import JudgeMetrics
@@ -93,7 +94,7 @@ class JudgeService:
         judgement_id = uuid.uuid4().hex
         plan = plan_for(request)
         # Rule graders are cheap and may refuse the request (422): run them before queueing for the judge.
-        rules = rule_grades(plan, request)
+        rules = await _rule_grades(plan, request)
         judge_run = await self._run_judge(request, judgement_id) if plan.uses_judge else None
         answers = [
             combine(a.id, plan, judge_run.answers[a.id] if judge_run else None, rules[a.id])
@@ -256,6 +257,22 @@ class JudgeService:
             m.unscored_answers.labels(grader=judgement.grader).inc(unscored)
         if judgement.order_sensitivity is not None:
             m.order_sensitivity.observe(judgement.order_sensitivity)
+
+
+# Above this many characters of answers (plus the reference once per answer) rule grading moves to a
+# worker thread: a full group of 20,000-character answers can take a second or two of CPU, and the GIL
+# switches every few milliseconds, so the event loop keeps answering other requests meanwhile. Below
+# it the thread hop would cost more than the grading.
+RULE_GRADING_INLINE_CHARS = 50_000
+
+
+async def _rule_grades(plan: GradingPlan, request: JudgeRequest) -> dict[str, list[TermGrade]]:
+    if plan.judge_only:
+        return {a.id: [] for a in request.answers}
+    size = sum(len(a.text) + len(request.reference) for a in request.answers)
+    if size <= RULE_GRADING_INLINE_CHARS:
+        return rule_grades(plan, request)
+    return await asyncio.to_thread(rule_grades, plan, request)
 
 
 def _judged_answer(answer_id: str, outcome: JudgeOutcome, criteria: list[Criterion]) -> AnswerResult:

@@ -54,6 +54,11 @@ def rule_grades(plan: GradingPlan, request: JudgeRequest) -> dict[str, list[Term
                 grade = grader.grade(answer.text, request.reference, request.options)
             except ValueError as exc:  # the caller's reference or options do not fit this grader
                 raise InvalidGroupError(f"grader '{name}': {exc}") from exc
+            except RecursionError:  # e.g. a schema check of JSON nested hundreds of levels deep
+                # Failed for this answer (unscored), unlike a grader that does not apply to the group.
+                failed = Grade(None, f"the answer is nested too deeply for {name} to check")
+                per_answer[answer.id].append(TermGrade(name, weight, failed, applies=True))
+                continue
             per_answer[answer.id].append(TermGrade.from_rule(name, weight, grade))
     return per_answer
 

@@ -36,9 +36,10 @@ What counts as a figure
 
 Separators
   * Apostrophes (Swiss 1'705'000; also U+2019) and the no-break, narrow no-break and thin spaces
-    (U+00A0, U+202F, U+2009, as French and German typesetting put them) always group thousands.
-  * A plain space joins a lead of 1-3 digits with all the groups of exactly 3 digits after it (and
-    none of them if the last is followed by a further digit, "1 705 2024") only when
+    (U+00A0, U+202F, U+2009, as French and German typesetting put them) always group thousands (at
+    most six groups: the bound keeps the search linear on long runs of groups).
+  * A plain space joins a lead of 1-3 digits with all the groups of exactly 3 digits after it (at most
+    six, up to 10^21; none of them if the last is followed by a further digit, "1 705 2024") only when
       - a decimal part follows: "1 705,3";
       - a group after the lead starts with 0: "15 000", "between 2 and 3 000";
       - or the figure has a currency or unit read by the rules above, before or after it: "€ 1 705",
@@ -116,13 +117,13 @@ _FIGURE = re.compile(
     (?P<sign>[-+−])?
     (?P<currency>(?:[A-Z]{{1,2}})?[$€£¥][ ]?|(?:USD|EUR|GBP|CHF|JPY)[ ]?)?
     (?P<sign_after_currency>[-+−])?
-    # Space groups are taken possessively (++): a run joins whole or not at all, and a long run of
-    # groups is not retried group by group (that made 20,000 characters of "234 234 ..." take seconds).
+    # At most six thousands groups (up to 10^21), taken possessively: every attempt is bounded, so a
+    # 20,000-character run of "234 234 ..." costs linear time, not a retry to the run's end per group.
     (?P<body>
-        \d{{1,3}}(?:[{_GROUP_MARKS}]\d{{3}})+(?:[.,]\d+)?
-      | \d{{1,3}}(?:[ ]\d{{3}})++[.,]\d+                 # "1 705,3"
-      | \d{{1,3}}(?=(?:[ ][1-9]\d\d)*+[ ]0)(?:[ ]\d{{3}})++ # "1 000 000": a group led by 0 is no number
-      | (?P<spaced>\d{{1,3}}(?:[ ]\d{{3}})++)             # "1 705 M": needs a currency or unit, see below
+        \d{{1,3}}(?:[{_GROUP_MARKS}]\d{{3}}){{1,6}}+(?:[.,]\d+)?
+      | \d{{1,3}}(?:[ ]\d{{3}}){{1,6}}+[.,]\d+                # "1 705,3"
+      | \d{{1,3}}(?=(?:[ ][1-9]\d\d){{0,5}}+[ ]0)(?:[ ]\d{{3}}){{1,6}}+  # "1 000 000": 0-led group
+      | (?P<spaced>\d{{1,3}}(?:[ ]\d{{3}}){{1,6}}+)  # "1 705 M": needs a currency or unit, see below
       | \d+(?:[.,]\d+)*
       | \.\d+
     )(?!\d)(?![.,]\d)                                 # the body is maximal: no backing off "1,705x"

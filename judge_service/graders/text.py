@@ -56,6 +56,8 @@ def _refuse_constant(name: str) -> Any:
 
 
 _DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
+# Python's decoder recurses per level and gives up near a thousand; no real answer nests that deep.
+_TOO_DEEP = "not readable JSON: nested too deeply (the reader stops near 1,000 levels)"
 
 
 def extract_json(text: str) -> tuple[Any, str | None]:
@@ -92,6 +94,8 @@ def _decode_whole(text: str) -> tuple[bool, Any, str]:
         return True, _DECODER.decode(stripped), ""
     except ValueError as exc:
         return False, None, f"not valid JSON: {exc}"
+    except RecursionError:
+        return False, None, _TOO_DEEP
 
 
 def _first_embedded_value(text: str) -> tuple[bool, Any, str]:
@@ -104,9 +108,9 @@ def _first_embedded_value(text: str) -> tuple[bool, Any, str]:
         index = min(positions)
         try:
             value, _end = _DECODER.raw_decode(text, index)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             if attempt == 0:
-                first_error = f"not valid JSON: {exc}"
+                first_error = _TOO_DEEP if isinstance(exc, RecursionError) else f"not valid JSON: {exc}"
             start = index + 1
             continue
         return True, value, ""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -125,3 +126,63 @@ def test_label_and_json_fields_graders(client: TestClient) -> None:
     texts = ['Here: ```json\n{"city": "paris", "population": 2.1e6, "country": "DE"}\n```']
     body = client.post("/v1/judge", json=_group(ref, texts, grader="json-fields")).json()
     assert body["answers"][0]["score"] == pytest.approx(2 / 3)
+
+
+DEEP = '{"a":' * 2000 + "1" + "}" * 2000  # deeper than Python's JSON reader goes
+FAIRLY_DEEP = '{"a":' * 300 + "1" + "}" * 300  # readable, too deep for a recursive schema check
+
+
+@pytest.mark.parametrize(
+    ("grader", "answer", "options", "status", "explained"),
+    [
+        ("json", DEEP, {}, "scored", "nested too deeply"),
+        ("json-fields", DEEP, {}, "scored", "nested too deeply"),
+        (
+            "json",
+            FAIRLY_DEEP,
+            {
+                "json_schema": {
+                    "type": "object",
+                    "properties": {"a": {"anyOf": [{"type": "integer"}, {"$ref": "#"}]}},
+                }
+            },
+            "unscored",
+            "nested too deeply for json to check",
+        ),
+    ],
+)
+def test_deeply_nested_json_answers_are_graded_or_unscored_never_a_500(
+    client: TestClient, grader: str, answer: str, options: dict[str, Any], status: str, explained: str
+) -> None:
+    body = {
+        "conversation": [{"role": "user", "content": "Reply in JSON."}],
+        "reference": '{"a": 1}',
+        "answers": [{"id": "deep", "text": answer}, {"id": "fine", "text": '{"a": 1}'}],
+        "grader": grader,
+        "options": options,
+    }
+    response = client.post("/v1/judge", json=body)
+    assert response.status_code == 200, response.text
+    deep, fine = response.json()["answers"]
+    assert deep["status"] == status and explained in deep["terms"][0]["explanation"]
+    assert deep["score"] == (0.0 if status == "scored" else None)
+    assert fine["status"] == "scored" and fine["score"] == 1.0
+
+
+def test_large_groups_are_rule_graded_off_the_event_loop(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    offloaded: list[str] = []
+    to_thread = asyncio.to_thread
+
+    async def recording(fn: Any, *args: Any) -> Any:
+        offloaded.append(fn.__name__)
+        return await to_thread(fn, *args)
+
+    monkeypatch.setattr(asyncio, "to_thread", recording)
+    small = client.post("/v1/judge", json=_group(REFERENCE, ["Click Share."] * 3, grader="similarity"))
+    assert small.status_code == 200 and offloaded == []
+    big_texts = [("Click Share on the report. " * 800)[:20_000]] * 3  # 60,000 characters
+    big = client.post("/v1/judge", json=_group(REFERENCE, big_texts, grader="similarity"))
+    assert big.status_code == 200 and offloaded == ["rule_grades"]
+    assert all(a["status"] == "scored" and 0 < a["score"] < 1 for a in big.json()["answers"])
