@@ -45,6 +45,25 @@ def _no_control_chars(value: str, info: ValidationInfo) -> str:
 
 
 Text = Annotated[str, AfterValidator(_no_control_chars)]
+
+MAX_JSON_SCHEMA_DEPTH = 64
+
+
+def _bounded_depth(value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+    """Refuse a JSON Schema nested deeper than MAX_JSON_SCHEMA_DEPTH: real schemas stay far below it,
+    and much deeper ones make validation and storage recurse past Python's limits."""
+    if info.context == STORED:
+        return value
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:  # iterative: the check itself must not recurse
+        node, depth = stack.pop()
+        if depth > MAX_JSON_SCHEMA_DEPTH:
+            raise ValueError(
+                f"nests deeper than {MAX_JSON_SCHEMA_DEPTH} levels; flatten the schema (use $defs and $ref)"
+            )
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return value
 """Caller text: any Unicode, empty allowed, no C0 controls except \\t \\n \\r."""
 
 
@@ -90,7 +109,9 @@ class RuleOptions(StrictModel):
     case_sensitive: bool = False
     normalize_whitespace: bool = True
     unicode_normalization: Literal["NFC", "NFKC", "none"] = "NFKC"
-    json_schema: dict[str, Any] | None = Field(default=None, description="For 'json': validate against it.")
+    json_schema: Annotated[dict[str, Any], AfterValidator(_bounded_depth)] | None = Field(
+        default=None, description="For 'json': validate against it."
+    )
     labels: list[Text] | None = Field(
         default=None, max_length=256, description="For 'label': allowed labels."
     )

@@ -186,3 +186,25 @@ def test_large_groups_are_rule_graded_off_the_event_loop(
     big = client.post("/v1/judge", json=_group(REFERENCE, big_texts, grader="similarity"))
     assert big.status_code == 200 and offloaded == ["rule_grades"]
     assert all(a["status"] == "scored" and 0 < a["score"] < 1 for a in big.json()["answers"])
+
+
+@pytest.mark.parametrize("depth", [65, 900])
+def test_a_json_schema_nested_past_the_limit_is_a_422_saying_what_to_fix(
+    client: TestClient, depth: int
+) -> None:
+    raw = '{"not":' * (depth - 1) + '{"type": "object"}' + "}" * (depth - 1)
+    body = _group('{"a": 1}', ['{"a": 1}'], grader="json")
+    text = json.dumps(body)[:-1] + ', "options": {"json_schema": ' + raw + "}}"
+    response = client.post("/v1/judge", content=text, headers={"content-type": "application/json"})
+    assert response.status_code == 422
+    message = response.json()["error"]["message"]
+    assert "options.json_schema" in message and "deeper than 64 levels" in message
+
+
+def test_a_json_schema_at_the_depth_limit_is_used(client: TestClient) -> None:
+    raw = '{"not":' * 31 + '{"type": "string"}' + "}" * 31  # 32 levels; odd count of "not": not a string
+    body = _group('{"a": 1}', ['{"a": 1}', '"text"'], grader="json")
+    text = json.dumps(body)[:-1] + ', "options": {"json_schema": ' + raw + "}}"
+    response = client.post("/v1/judge", content=text, headers={"content-type": "application/json"})
+    assert response.status_code == 200, response.text
+    assert [a["score"] for a in response.json()["answers"]] == [1.0, 0.0]
