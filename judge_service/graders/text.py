@@ -6,7 +6,11 @@ Word tokens (used by ROUGE-L similarity):
      Punctuation, symbols, whitespace and "_" separate tokens.
   3. A '.', ',' or apostrophe (' or U+2019) *between two digits* does not split, so figures such as
      "1,705.3", "9.91", "1.705,3" and "1'000" stay one token; "report,click" still splits.
-  Known limit: combining marks that NFKC cannot compose (e.g. some Indic vowel signs) split a word.
+  4. Chinese characters, hiragana and katakana are one token each, as ROUGE is usually computed for
+     Chinese and Japanese: these scripts put no spaces between words, so a run would be a whole clause
+     ("我喜欢猫" -> 我 喜 欢 猫; "iPhone价格" -> iphone 价 格). Korean (spaced words) stays word-based.
+  Known limits: combining marks that NFKC cannot compose (e.g. some Indic vowel signs) split a word;
+  Thai and other unspaced scripts without this rule tokenize to whole runs.
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ from typing import Any
 
 from judge_service.schemas import RuleOptions
 
-_WORD_TOKEN = re.compile(r"[^\W_]+(?:[.,'’](?<=\d[.,'’])(?=\d)[^\W_]+)*")
+# Hiragana, katakana, CJK extension A, unified ideographs, compatibility ideographs, extensions B-F.
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f"
+_WORD_TOKEN = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+(?:[.,'’](?<=\d[.,'’])(?=\d)[^\W_{_CJK}]+)*")
 _WHITESPACE = re.compile(r"\s+")
 _CODE_FENCE = re.compile(r"```[ \t]*(?:json|JSON|jsonc)?[ \t]*\n(.*?)```", re.DOTALL)
 # Bounds the work spent looking for a JSON value inside long prose.

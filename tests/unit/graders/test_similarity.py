@@ -54,11 +54,22 @@ def test_explanation_counts_words() -> None:
         ("snake_case x-ray", ["snake", "case", "x", "ray"]),
         ("ﬁne ＡＢＣ １２", ["fine", "abc", "12"]),
         ("naïve café", ["naïve", "café"]),
-        ("日本語 テキスト", ["日本語", "テキスト"]),
+        ("日本語 テキスト", ["日", "本", "語", "テ", "キ", "ス", "ト"]),  # a character each, as ROUGE does
+        ("iPhone价格是999元", ["iphone", "价", "格", "是", "999", "元"]),
+        ("ｶﾀｶﾅ", ["カ", "タ", "カ", "ナ"]),  # half-width katakana, NFKC-widened
+        ("한국어 문장입니다", ["한국어", "문장입니다"]),  # Korean separates words with spaces
     ],
 )
 def test_tokenization(text: str, tokens: list[str]) -> None:
     assert word_tokens(text) == tokens
+
+
+def test_chinese_text_is_compared_character_by_character() -> None:
+    """Without spaces a Chinese sentence would be one token, and any difference would score 0."""
+    assert SimilarityGrader().grade("我喜欢狗", "我喜欢猫", OPTIONS).score == 0.75
+    # 8 characters in common order, answer 9, reference 13: F1 = 2 * 8 / (9 + 13)
+    score = SimilarityGrader().grade("请打开报告，点击分享", "打开报告，点击分享并选择客户", OPTIONS).score
+    assert score == pytest.approx(16 / 22)
 
 
 def _lcs_table(first: list[str], second: list[str]) -> int:
