@@ -80,3 +80,36 @@ def test_group_too_long_for_the_context_is_refused_before_the_engine(served: htt
     response = served.post("/v1/judge", json=_group("engine-run", 1, [long_text] * 4))
     assert response.status_code == 422
     assert response.json()["error"]["code"] == "prompt_too_long"
+
+
+def test_a_blend_under_two_orders_on_the_real_judge(served: httpx.Client) -> None:
+    """judge+similarity with orders=2: two real judge calls, marks averaged by id, the blend per answer."""
+    body = _group("engine-blend", 0, FOUR_ANSWERS[:2]) | {
+        "grader": "judge+similarity",
+        "orders": 2,
+        "criteria": [
+            {
+                "name": "correctness",
+                "description": "Agrees with the reference.",
+                "mark_1": "wrong",
+                "mark_5": "right",
+            }
+        ],
+    }
+    response = served.post("/v1/judge", json=body)
+    assert response.status_code == 200, response.text
+    judged = response.json()
+    assert judged["attempts"] >= 2 and len(judged["answer_orders"]) == 2
+    assert sorted(judged["answer_orders"][0]) == sorted(judged["answer_orders"][1]) == ["ans-0", "ans-1"]
+    assert judged["answer_orders"][0] != judged["answer_orders"][1]  # the second order is the reverse
+    assert judged["order_sensitivity"] is None or 0 <= judged["order_sensitivity"] <= 1
+    for answer in judged["answers"]:
+        assert answer["status"] == "scored", answer
+        judge_term, similarity_term = answer["terms"]
+        assert (judge_term["grader"], judge_term["weight"]) == ("judge", 0.7)
+        assert (similarity_term["grader"], similarity_term["weight"]) == ("similarity", 0.3)
+        expected = 0.7 * judge_term["score"] + 0.3 * similarity_term["score"]
+        assert answer["score"] == pytest.approx(expected, abs=1e-6)
+        assert 1 <= answer["criteria"]["correctness"]["mark"] <= 5
+    stored = served.get(f"/v1/judgements/{judged['judgement_id']}").json()
+    assert len(stored["raw_outputs"]) == judged["attempts"] and stored["grader"] == "judge+similarity"
