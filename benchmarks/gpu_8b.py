@@ -347,7 +347,9 @@ def estimate_tokens(args: argparse.Namespace, tokenizer_dir: Path) -> dict[str, 
 def preview(
     args: argparse.Namespace, shape: dict[str, int], peak: GpuPeak | None, tokens: dict[str, float] | None
 ) -> dict[str, Any] | None:
-    """Roofline bounds for the planned runs, replies at their length bound (random weights fill them)."""
+    """Roofline bounds for the planned runs, replies at their usual length bound (reasons filled to their
+    character limit at ~3 characters per token; the service's max_tokens allows up to one per character,
+    which random weights rarely reach, since the grammar stops each reason at its character limit)."""
     if peak is None or tokens is None:
         return None
 
