@@ -45,6 +45,7 @@ def _no_control_chars(value: str, info: ValidationInfo) -> str:
 
 
 Text = Annotated[str, AfterValidator(_no_control_chars)]
+"""Caller text: any Unicode, empty allowed, no C0 controls except \\t \\n \\r."""
 
 MAX_JSON_SCHEMA_DEPTH = 64
 
@@ -64,7 +65,6 @@ def _bounded_depth(value: dict[str, Any], info: ValidationInfo) -> dict[str, Any
         children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
         stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
     return value
-"""Caller text: any Unicode, empty allowed, no C0 controls except \\t \\n \\r."""
 
 
 # --------------------------------------------------------------------------- requests
