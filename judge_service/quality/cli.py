@@ -18,18 +18,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import sys
-import uuid
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
-
-import httpx
-from tqdm import tqdm
+from typing import Any
 
 from judge_service.quality.agreement import (
     AgreementReport,
@@ -38,17 +30,14 @@ from judge_service.quality.agreement import (
     labels_from_jsonl,
 )
 from judge_service.quality.calibration import CalibrationReport, calibrate, groups_from_jsonl
-from judge_service.quality.client import ApiKeyRefused, JudgeClient
-from judge_service.quality.judge_file import judge_file, write_line
-from judge_service.quality.regrade import RegradeItem, RegradeRequest, RegradeResponse
+from judge_service.quality.client import ApiKeyRefused, JudgeClient, Transport
+from judge_service.quality.judge_file import judge_file
+from judge_service.quality.regrade_cli import regrade_command
 from judge_service.quality.sources import index_for_labels, run_groups
-from judge_service.schemas import MAX_BATCH_GROUPS, ErrorBody
 
 COMMANDS = ("calibrate", "agreement", "judge-file", "regrade")
-Transport = httpx.AsyncBaseTransport | None  # tests inject an in-process server
 DEFAULT_SERVER = "http://127.0.0.1:8000"
 API_KEY_ENV = "JUDGE_CLIENT_API_KEY"  # the client's key; not the server's list, JUDGE_API_KEYS
-_FAILURES_SHOWN = 20  # regrade failures printed; all of them are in its output
 
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -142,7 +131,7 @@ async def run_command(args: argparse.Namespace, transport: Transport = None) -> 
         if args.command == "agreement":
             return _emit(await agreement_command(args, transport), args.json, format_agreement)
         if args.command == "regrade":
-            return await regrade_command(args, transport)
+            return await regrade_command(args, api_key(args), transport)
         return await judge_file_command(args, transport)
     except ApiKeyRefused as exc:
         fix = "pass a valid key with --api-key" if exc.key_sent else "pass one with --api-key"
@@ -203,207 +192,6 @@ async def judge_file_command(args: argparse.Namespace, transport: Transport = No
         f"skipped {summary.skipped} already in {args.output}\n"
     )
     return 1 if summary.failed else 0
-
-
-async def regrade_command(args: argparse.Namespace, transport: Transport = None) -> int:
-    requests = regrade_requests(args)
-    key = args.idempotency_key or uuid.uuid4().hex
-    total = None if args.run_id else sum(len(r.judgement_ids or ()) for r in requests)
-    tally = RegradeTally(key=key)
-    client = JudgeClient(
-        args.server,
-        timeout_s=args.timeout,
-        retries=args.retries,
-        api_key=api_key(args),
-        transport=transport,
-    )
-    with (
-        _lines_out(args.out) as out,
-        tqdm(total=total, unit="group", desc="regrading", disable=args.no_progress or None) as bar,
-    ):
-
-        async def emit(items: list[RegradeItem]) -> None:
-            for record in await asyncio.gather(*(_regrade_record(client, item) for item in items)):
-                write_line(out, record)
-                tally.add(record)
-            bar.update(len(items))
-
-        async with client:
-            if args.run_id:
-                tally.stopped = await _regrade_run(client, requests[0], emit, key)
-            else:
-                await _regrade_ids(client, requests, emit, key)
-    sys.stderr.write(tally.summary() + "\n")
-    return 1 if tally.failed or tally.stopped else 0
-
-
-def regrade_requests(args: argparse.Namespace) -> list[RegradeRequest]:
-    """What to send, all validated before any work: the run's first page, or one request per chunk of ids."""
-    if not 1 <= args.limit <= MAX_BATCH_GROUPS:
-        raise ValueError(f"--limit must be 1-{MAX_BATCH_GROUPS}, got {args.limit}")
-    overrides = {
-        "grader": args.grader,
-        "terms": _terms(args.term),
-        "criteria": _criteria(args.criteria),
-        "orders": args.orders,
-        "as_run_id": args.as_run_id,
-        "limit": args.limit,
-    }
-    body = {k: v for k, v in overrides.items() if v is not None}
-    if args.run_id:
-        selection = {"run_id": args.run_id, "step": args.step, "cursor": args.cursor}
-        return [RegradeRequest.model_validate({**body, **selection})]
-    if args.step is not None or args.cursor is not None:
-        raise ValueError("--step and --cursor go with --run-id")
-    ids = _judgement_ids(args)
-    chunks = (ids[i : i + args.limit] for i in range(0, len(ids), args.limit))
-    return [RegradeRequest.model_validate({**body, "judgement_ids": chunk}) for chunk in chunks]
-
-
-def _judgement_ids(args: argparse.Namespace) -> list[str]:
-    if args.ids is not None:
-        raw = args.ids.split(",")
-    else:
-        raw = args.ids_file.read_text(encoding="utf-8").splitlines()
-    ids = [i.strip() for i in raw if i.strip()]
-    if not ids:
-        raise ValueError("no judgement ids given")
-    return ids
-
-
-def _terms(terms: list[str] | None) -> list[dict[str, Any]] | None:
-    if not terms:
-        return None
-    parsed = []
-    for term in terms:
-        grader, sep, weight = term.rpartition("=")
-        if not sep or not grader:
-            raise ValueError(f"--term wants GRADER=WEIGHT, got {term!r}")
-        parsed.append({"grader": grader, "weight": float(weight)})
-    return parsed
-
-
-def _criteria(path: Path | None) -> list[Any] | None:
-    if path is None:
-        return None
-    criteria = json.loads(path.read_text(encoding="utf-8"))
-    if not isinstance(criteria, list):
-        raise ValueError(f"{path}: the criteria file must hold a JSON list of criteria")
-    return criteria
-
-
-Emit = Callable[[list[RegradeItem]], Awaitable[None]]
-
-
-async def _regrade_run(client: JudgeClient, first: RegradeRequest, emit: Emit, key: str) -> str | None:
-    """Every page of the run, following next_cursor; why it stopped early, or None when it got through."""
-    cursor = first.cursor
-    while True:
-        body = first.model_copy(update={"cursor": cursor}).model_dump(exclude_none=True)
-        reply = await client.regrade(body, idempotency_key=key)
-        if not reply.ok:
-            error = reply.error()
-            resume = f"continue with --cursor {cursor}" if cursor else "run the command again"
-            resume += f" --idempotency-key {key}"
-            return f"stopped by {reply.status} {error['code']}: {error['message']}; {resume}"
-        page = RegradeResponse.model_validate(reply.body)
-        await emit(page.results)
-        if page.next_cursor is None:
-            return None
-        cursor = page.next_cursor
-
-
-async def _regrade_ids(client: JudgeClient, requests: list[RegradeRequest], emit: Emit, key: str) -> None:
-    for request in requests:
-        reply = await client.regrade(request.model_dump(exclude_none=True), idempotency_key=key)
-        if reply.ok:
-            await emit(RegradeResponse.model_validate(reply.body).results)
-        else:  # the whole request failed: so did each of its groups
-            error = ErrorBody.model_validate(reply.error())
-            await emit([RegradeItem(regrade_of=i, error=error) for i in request.judgement_ids or ()])
-
-
-async def _regrade_record(client: JudgeClient, item: RegradeItem) -> dict[str, Any]:
-    """One output line: the new judgement with each answer's old and new score, or the group's error."""
-    new = item.judgement
-    if new is None:
-        error = item.error or ErrorBody(code="invalid_reply", message="neither a judgement nor an error")
-        return {"regrade_of": item.regrade_of, "error": error.model_dump(exclude_none=True)}
-    old = await _old_scores(client, item.regrade_of)
-    answers = [{"id": a.id, "old": old.get(a.id), "new": a.score} for a in new.answers]
-    changes = _abs_changes(answers)
-    return {
-        "regrade_of": item.regrade_of,
-        "judgement_id": new.judgement_id,
-        "status": new.status,
-        "grader_fingerprint": new.grader_fingerprint,
-        "answers": answers,
-        "mean_abs_change": sum(changes) / len(changes) if changes else None,
-    }
-
-
-async def _old_scores(client: JudgeClient, judgement_id: str) -> dict[str, float | None]:
-    """The old judgement's scores by answer id; none when it cannot be read (then nothing is compared)."""
-    reply = await client.request("GET", f"/v1/judgements/{judgement_id}")
-    answers = reply.body.get("answers") if reply.ok else None
-    return {a["id"]: a.get("score") for a in answers} if isinstance(answers, list) else {}
-
-
-def _abs_changes(answers: list[dict[str, Any]]) -> list[float]:
-    """|new - old| of each answer scored both times (an unscored answer has no score to compare)."""
-    return [abs(a["new"] - a["old"]) for a in answers if a["new"] is not None and a["old"] is not None]
-
-
-@dataclass
-class RegradeTally:
-    ok: int = 0
-    failed: int = 0
-    errors: dict[str, int] = field(default_factory=dict)  # error code -> groups
-    failures: list[str] = field(default_factory=list)  # the first few, to print
-    change_sum: float = 0.0
-    changed_answers: int = 0
-    stopped: str | None = None  # why a run was not regraded to its end
-    key: str = ""  # the Idempotency-Key the command sent
-
-    def add(self, record: dict[str, Any]) -> None:
-        if "error" in record:
-            self.failed += 1
-            code = record["error"]["code"]
-            self.errors[code] = self.errors.get(code, 0) + 1
-            if len(self.failures) < _FAILURES_SHOWN:
-                self.failures.append(f"{record['regrade_of']}: {code}: {record['error']['message']}")
-            return
-        self.ok += 1
-        changes = _abs_changes(record["answers"])
-        self.change_sum += sum(changes)
-        self.changed_answers += len(changes)
-
-    def summary(self) -> str:
-        errors = ", ".join(f"{code} {n}" for code, n in sorted(self.errors.items()))
-        mean = self.change_sum / self.changed_answers if self.changed_answers else None
-        lines = [
-            f"regraded {self.ok}, failed {self.failed}{f' ({errors})' if errors else ''}",
-            f"mean absolute score change {_num(mean)} over {self.changed_answers} answers scored both times",
-            *(f"failed {failure}" for failure in self.failures),
-        ]
-        if self.failed > len(self.failures):
-            lines.append(f"... and {self.failed - len(self.failures)} more failures in the output")
-        if self.stopped:
-            lines.append(self.stopped)
-        elif self.failed:
-            lines.append(
-                f"to retry the failed groups only, run the command again with --idempotency-key {self.key}"
-            )
-        return "\n".join(lines)
-
-
-@contextmanager
-def _lines_out(path: Path | None) -> Iterator[IO[str]]:
-    if path is None:
-        yield sys.stdout
-        return
-    with path.open("w", encoding="utf-8") as out:
-        yield out
 
 
 def _emit(report: Any, as_json: bool, text: Any) -> int:

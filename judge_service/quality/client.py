@@ -17,6 +17,7 @@ import httpx
 from judge_service.schemas import JudgementPage
 
 _RETRY_STATUSES = {429, 502, 503, 504}
+Transport = httpx.AsyncBaseTransport | None  # tests inject an in-process server
 _MAX_WAIT_S = 30.0
 
 

@@ -15,8 +15,9 @@ from fastapi import FastAPI
 from judge_service.backends.base import Generation, GenerationRequest
 from judge_service.backends.fake import FakeBackend
 from judge_service.cli import main
-from judge_service.quality.cli import add_commands, regrade_command
+from judge_service.quality.cli import add_commands
 from judge_service.quality.judge_file import judge_file
+from judge_service.quality.regrade_cli import regrade_command
 from tests.api.conftest import group
 from tests.api.test_quality_cli import FailsMarkedGroups, results, serving
 
@@ -71,7 +72,7 @@ async def test_regrade_a_run_pages_through_it_all_and_links_the_new_judgements(
         args = parse(
             "regrade", "--run-id", "r", "--limit", "2", "--criteria", str(criteria), "--out", str(out)
         )
-        assert await regrade_command(args, transport=transport) == 0
+        assert await regrade_command(args, None, transport=transport) == 0
 
         # Page after page from the last cursor; the run gains the new judgements as it goes, so the
         # last pages hold only those, which the service skips.
@@ -118,7 +119,7 @@ async def test_failed_groups_are_reported_and_fail_the_command(
     async with serving(tmp_path, FailsMarkedGroups()) as app:
         transport = Recording(app)
         args = parse("regrade", "--ids-file", str(ids), "--limit", "2", "--grader", "judge")
-        assert await regrade_command(args, transport=transport) == 1
+        assert await regrade_command(args, None, transport=transport) == 1
         assert [body["judgement_ids"] for body in transport.regrades] == [[good, bad], [missing]]
         out, err = capsys.readouterr()
         records = {r["regrade_of"]: r for r in (json.loads(line) for line in out.splitlines())}
@@ -138,7 +139,7 @@ async def test_rerun_with_the_printed_key_rescores_only_the_failed_groups(
         good, bad = await judge_groups(app, [group(2), failing])
     argv = ("regrade", "--ids", f"{good},{bad}", "--grader", "judge")
     async with serving(tmp_path, FailsMarkedGroups()) as app:
-        assert await regrade_command(parse(*argv), transport=Recording(app)) == 1
+        assert await regrade_command(parse(*argv), None, transport=Recording(app)) == 1
     out, err = capsys.readouterr()
     first = {r["regrade_of"]: r for r in (json.loads(line) for line in out.splitlines())}
     assert "error" in first[bad] and "run the command again with --idempotency-key " in err
@@ -146,7 +147,9 @@ async def test_rerun_with_the_printed_key_rescores_only_the_failed_groups(
 
     backend = FakeBackend()
     async with serving(tmp_path, backend) as app:
-        assert await regrade_command(parse(*argv, "--idempotency-key", key), transport=Recording(app)) == 0
+        assert (
+            await regrade_command(parse(*argv, "--idempotency-key", key), None, transport=Recording(app)) == 0
+        )
     again = {r["regrade_of"]: r for r in (json.loads(line) for line in capsys.readouterr().out.splitlines())}
     assert again[good]["judgement_id"] == first[good]["judgement_id"]  # replayed, not re-scored
     assert again[bad]["judgement_id"] and len(backend.requests) == 1  # only the failed one was judged
@@ -159,13 +162,13 @@ async def test_a_failed_page_stops_the_run_with_the_cursor_to_continue_from(
     async with serving(tmp_path, FakeBackend()) as app:
         olds = await judge_groups(app, [group(1, run_id="r", step=i) for i in range(3)])
         argv = ("regrade", "--run-id", "r", "--limit", "1", "--grader", "similarity", "--out", str(out))
-        assert await regrade_command(parse(*argv), transport=Recording(app, fail_call=2)) == 1
+        assert await regrade_command(parse(*argv), None, transport=Recording(app, fail_call=2)) == 1
         assert [r["regrade_of"] for r in read_jsonl(out)] == olds[:1]
         err = capsys.readouterr().err
         assert "stopped by 503 not_ready: loading; continue with --cursor " in err
         cursor = err.rsplit("--cursor ", 1)[1].split()[0]
 
-        assert await regrade_command(parse(*argv, "--cursor", cursor), transport=Recording(app)) == 0
+        assert await regrade_command(parse(*argv, "--cursor", cursor), None, transport=Recording(app)) == 0
     assert [r["regrade_of"] for r in read_jsonl(out)] == olds[1:]
 
 
