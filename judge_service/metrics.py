@@ -70,6 +70,24 @@ class JudgeMetrics:
         self.queue_depth = Gauge("judge_queue_depth", "Groups waiting for a judge slot", registry=r)
         self.in_flight = Gauge("judge_groups_in_flight", "Groups being judged now", registry=r)
         self.engine_ready = Gauge("judge_engine_ready", "1 when the judge backend is loaded", registry=r)
+        # From the in-process vLLM engine's scheduler (backends/engine_stats.py); absent for other backends.
+        self.engine_waiting = Gauge(
+            "judge_engine_waiting_requests", "Requests queued inside the vLLM engine's scheduler", registry=r
+        )
+        self.engine_running = Gauge(
+            "judge_engine_running_requests", "Requests in the vLLM engine's running batch", registry=r
+        )
+        self.engine_kv_cache_usage = Gauge(
+            "judge_engine_kv_cache_usage", "Share of the vLLM engine's KV cache in use (0-1)", registry=r
+        )
+        self.engine_prefix_cache_queries = Counter(
+            "judge_engine_prefix_cache_queried_tokens",
+            "Prompt tokens looked up in the prefix cache",
+            registry=r,
+        )
+        self.engine_prefix_cache_hits = Counter(
+            "judge_engine_prefix_cache_hit_tokens", "Prompt tokens found in the prefix cache", registry=r
+        )
         self.order_sensitivity = Histogram(
             "judge_order_sensitivity",
             "Per group judged under several answer orders: mean spread of answers' scores across orders",

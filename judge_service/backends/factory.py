@@ -34,7 +34,7 @@ def build_backend(
         )
     from judge_service.backends.vllm_engine import VLLMEngineBackend
 
-    return VLLMEngineBackend(_engine_options(settings))
+    return VLLMEngineBackend(_engine_options(settings), metrics)
 
 
 def _engine_options(settings: Settings) -> EngineOptions:

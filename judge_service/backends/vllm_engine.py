@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from judge_service.backends.base import Generation, GenerationRequest
+from judge_service.backends.engine_stats import stat_logger_factory
 from judge_service.errors import JudgeBackendError, NotReadyError
+from judge_service.metrics import JudgeMetrics
 
 log = logging.getLogger(__name__)
 
@@ -79,8 +81,9 @@ class TokenizedPrompts:
 
 
 class VLLMEngineBackend:
-    def __init__(self, options: EngineOptions) -> None:
+    def __init__(self, options: EngineOptions, metrics: JudgeMetrics | None = None) -> None:
         self._options = options
+        self._metrics = metrics
         self._engine: Any = None
         self._tokenizer: Any = None
         self._max_context: int | None = None
@@ -137,7 +140,8 @@ class VLLMEngineBackend:
                 backend="xgrammar", disable_any_whitespace=True
             ),
         )
-        return AsyncLLM.from_engine_args(args)
+        loggers = [stat_logger_factory(self._metrics)] if self._metrics is not None else None
+        return AsyncLLM.from_engine_args(args, stat_loggers=loggers)
 
     def _prompt_token_ids(self, messages: list[dict[str, str]]) -> list[int]:
         ids = self._tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=True)

@@ -12,6 +12,8 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.api.service_process import metric_value
+
 pytestmark = pytest.mark.engine
 
 CRITERIA = {"correctness", "helpfulness", "tone", "format"}
@@ -73,6 +75,12 @@ def test_concurrent_groups_are_batched_by_the_engine(served: httpx.Client) -> No
     metrics = served.get("/metrics").text
     assert 'judge_requests_total{endpoint="/v1/judge",status="200"}' in metrics
     assert "judge_prompt_tokens_total" in metrics and "judge_engine_ready 1.0" in metrics
+    # The engine's own scheduler, through its stat logger: the shared rubric hits the prefix cache.
+    queried = metric_value(metrics, "judge_engine_prefix_cache_queried_tokens_total")
+    hits = metric_value(metrics, "judge_engine_prefix_cache_hit_tokens_total")
+    assert queried > 0 and 0 < hits <= queried
+    assert metric_value(metrics, "judge_engine_waiting_requests") >= 0
+    assert 0 <= metric_value(metrics, "judge_engine_kv_cache_usage") <= 1
 
 
 def test_group_too_long_for_the_context_is_refused_before_the_engine(served: httpx.Client) -> None:
