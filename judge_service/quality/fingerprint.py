@@ -27,24 +27,25 @@ FINGERPRINT_CHARS = 16
 def grader_fingerprint(plan: GradingPlan, request: JudgeRequest, judge: LLMJudge) -> str:
     """The fingerprint of how `request` is scored under `plan` by this service."""
     uses_rules = any(name != "judge" for name, _ in plan.terms)
-    return _cached_fingerprint(
+    options_json = request.options.model_dump_json() if uses_rules else None
+    # Options can be large (a schema, hundreds of labels): those are not kept as cache keys.
+    compute = _cached_fingerprint if len(options_json or "") <= _CACHED_OPTIONS_CHARS else _fingerprint
+    return compute(
         plan,
         request.orders,
         tuple(resolve_criteria(request.criteria)),
         tuple(judge_config(judge).items()) if plan.uses_judge else None,
-        request.options.model_dump_json() if uses_rules else None,
+        options_json,
     )
 
 
-@functools.lru_cache(maxsize=1024)
-def _cached_fingerprint(
+def _fingerprint(
     plan: GradingPlan,
     orders: int,
     criteria: tuple[Criterion, ...],
     judge: tuple[tuple[str, Any], ...] | None,
     options_json: str | None,
 ) -> str:
-    """Cached on hashable parts: most groups of a run share one grader configuration."""
     config = grader_config(
         grader=plan.grader,
         terms=plan.terms,
@@ -54,6 +55,11 @@ def _cached_fingerprint(
         options=json.loads(options_json) if options_json is not None else None,
     )
     return fingerprint(config)
+
+
+# Cached on hashable parts: most groups of a run share one grader configuration.
+_cached_fingerprint = functools.lru_cache(maxsize=1024)(_fingerprint)
+_CACHED_OPTIONS_CHARS = 4096
 
 
 def judge_config(judge: LLMJudge) -> dict[str, Any]:
