@@ -57,24 +57,35 @@ class TokenizedPrompts:
     LLMJudge.prepare counts a prompt's tokens (the context check) and generate() later receives the
     same messages list; keeping the ids in between tokenizes each prompt once, not twice (about 1 ms of
     event-loop CPU for a 900-token group). Keyed by the list itself, which is held so that its id cannot
-    be reused, and taken on first use; the oldest are dropped past `limit` (prompts never generated: a
-    429, an error). Stored as 4-byte arrays, since a list of Python ints takes ~9x the prompt's text.
+    be reused, and taken on first use. Prompts never generated (a 429, an error) are dropped oldest
+    first past `max_prompts` or `max_tokens` in all, so refused giant groups cannot pile up in memory.
+    Ids are kept as 4-byte arrays: a list of Python ints takes ~9x the prompt's text.
     """
 
-    def __init__(self, limit: int = 1024) -> None:
-        self._limit = limit
+    def __init__(self, max_prompts: int = 1024, max_tokens: int = 2_000_000) -> None:
+        self._max_prompts = max_prompts
+        self._max_tokens = max_tokens
+        self._tokens = 0
         self._kept: OrderedDict[int, tuple[list[dict[str, str]], array[int]]] = OrderedDict()
 
     def keep(self, messages: list[dict[str, str]], ids: list[int]) -> None:
+        self._drop(id(messages))
         self._kept[id(messages)] = (messages, array("i", ids))
-        while len(self._kept) > self._limit:
-            self._kept.popitem(last=False)
+        self._tokens += len(ids)
+        while self._kept and (len(self._kept) > self._max_prompts or self._tokens > self._max_tokens):
+            self._drop(next(iter(self._kept)))
 
     def take(self, messages: list[dict[str, str]]) -> list[int] | None:
-        kept = self._kept.pop(id(messages), None)
+        kept = self._kept.get(id(messages))
         if kept is None or kept[0] is not messages:
             return None
+        self._drop(id(messages))
         return kept[1].tolist()
+
+    def _drop(self, key: int) -> None:
+        dropped = self._kept.pop(key, None)
+        if dropped is not None:
+            self._tokens -= len(dropped[1])
 
     def __len__(self) -> int:
         return len(self._kept)

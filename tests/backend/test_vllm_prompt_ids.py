@@ -32,7 +32,7 @@ async def test_the_counted_ids_are_handed_to_generate_once() -> None:
 
 
 def test_only_the_same_list_object_matches_and_the_store_is_bounded() -> None:
-    kept = TokenizedPrompts(limit=2)
+    kept = TokenizedPrompts(max_prompts=2)
     first, equal_copy = messages("a"), messages("a")
     kept.keep(first, [1, 2])
     assert kept.take(equal_copy) is None  # equal content, another list: not assumed the same prompt
@@ -40,3 +40,14 @@ def test_only_the_same_list_object_matches_and_the_store_is_bounded() -> None:
     for i in range(3):
         kept.keep(messages(str(i)), [i])
     assert len(kept) == 2 and kept.take(first) is None  # the oldest was dropped
+
+
+def test_prompts_never_generated_cannot_pile_up_past_the_token_budget() -> None:
+    kept = TokenizedPrompts(max_tokens=1_000)
+    refused = [messages(f"giant {i}") for i in range(5)]
+    for prompt in refused:
+        kept.keep(prompt, list(range(400)))
+    assert len(kept) == 2  # 800 tokens kept, the three oldest dropped
+    assert kept.take(refused[0]) is None and kept.take(refused[4]) == list(range(400))
+    kept.keep(messages("huge"), list(range(5_000)))  # over the budget alone: not kept at all
+    assert len(kept) == 0
