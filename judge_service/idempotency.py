@@ -53,7 +53,8 @@ class _Running:
 
 @dataclass(frozen=True)
 class ScopedKey:
-    """A caller's Idempotency-Key with what scopes it: the caller's identity and the group's batch index."""
+    """A caller's Idempotency-Key with what scopes it: the caller's identity, the group's index in a batch,
+    the judgement a regrade re-scores."""
 
     key: str
     caller: str | None = None  # api.auth identity of the request's API key; None without API keys
@@ -62,14 +63,8 @@ class ScopedKey:
 
     @property
     def stored(self) -> str:
-        parts = [self.key]
-        if self.regrade_of is not None:
-            parts.insert(0, f"regrade={self.regrade_of}")
-        if self.group is not None:
-            parts.insert(0, f"group={self.group}")
-        if self.caller is not None:
-            parts.insert(0, f"caller={self.caller}")
-        return " ".join(parts)
+        qualifiers = (("caller", self.caller), ("group", self.group), ("regrade", self.regrade_of))
+        return " ".join([f"{name}={value}" for name, value in qualifiers if value is not None] + [self.key])
 
     def __str__(self) -> str:
         where = f" (batch group {self.group})" if self.group is not None else ""

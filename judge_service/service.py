@@ -15,7 +15,7 @@ from judge_service.errors import JudgeServiceError, NotFoundError, NotReadyError
 from judge_service.graders.blend import TermGrade
 from judge_service.graders.composite import GradingPlan, combine, plan_for, rule_grades
 from judge_service.graders.llm_judge import JudgeOutcome, LLMJudge
-from judge_service.idempotency import IdempotencyGuard, ScopedKey
+from judge_service.idempotency import GradeFn, IdempotencyGuard, ScopedKey
 from judge_service.metrics import JudgeMetrics
 from judge_service.quality.fingerprint import grader_fingerprint
 from judge_service.quality.orders import (
@@ -70,18 +70,17 @@ class JudgeService:
         self.load_error: str | None = None
 
     async def grade(
-        self,
-        request: JudgeRequest,
-        *,
-        regrade_of: str | None = None,
-        idempotency_key: str | None = None,
-        caller: str | None = None,
+        self, request: JudgeRequest, *, idempotency_key: str | None = None, caller: str | None = None
     ) -> JudgeResponse:
         """Grade and store one group; with an idempotency key, at most once per key and caller
         (idempotency.py)."""
-        if idempotency_key is not None:
-            return await self._idempotency.once(ScopedKey(idempotency_key, caller), request, self._grade)
-        return await self._grade(request, regrade_of=regrade_of)
+        return await self._once(request, _scoped(idempotency_key, caller), self._grade)
+
+    async def _once(self, request: JudgeRequest, key: ScopedKey | None, grade: GradeFn) -> JudgeResponse:
+        """`grade` the request; at most once under `key` when there is one."""
+        if key is None:
+            return await grade(request)
+        return await self._idempotency.once(key, request, grade)
 
     async def _grade(
         self,
@@ -177,7 +176,10 @@ class JudgeService:
         """All groups concurrently (the engine batches them); one group's failure fails only that group.
         With an idempotency key, group i is at most once per key, caller and index (idempotency.py)."""
         outcomes = await asyncio.gather(
-            *(self._grade_group(r, i, idempotency_key, caller) for i, r in enumerate(requests)),
+            *(
+                self._once(r, _scoped(idempotency_key, caller, group=i), self._grade)
+                for i, r in enumerate(requests)
+            ),
             return_exceptions=True,
         )
         items = []
@@ -185,18 +187,10 @@ class JudgeService:
             if isinstance(outcome, JudgeResponse):
                 items.append(BatchItem(judgement=outcome))
             elif isinstance(outcome, JudgeServiceError):
-                error = ErrorBody(code=outcome.code, message=outcome.message, details=outcome.details or None)
-                items.append(BatchItem(error=error))
+                items.append(BatchItem(error=_error_body(outcome)))
             else:
                 raise outcome
         return items
-
-    async def _grade_group(
-        self, request: JudgeRequest, index: int, idempotency_key: str | None, caller: str | None
-    ) -> JudgeResponse:
-        if idempotency_key is None:
-            return await self._grade(request)
-        return await self._idempotency.once(ScopedKey(idempotency_key, caller, index), request, self._grade)
 
     async def regrade(
         self, request: RegradeRequest, *, idempotency_key: str | None = None, caller: str | None = None
@@ -222,18 +216,13 @@ class JudgeService:
     ) -> RegradeItem:
         try:
             old = await self.get(old_id)
-            new_request = regraded_request(old, overrides)
-            grade = functools.partial(self._grade, regrade_of=old_id)
-            if idempotency_key is None:
-                new = await grade(new_request)
-            else:
-                scoped = ScopedKey(idempotency_key, caller, regrade_of=old_id)
-                new = await self._idempotency.once(scoped, new_request, grade)
-        except JudgeServiceError as exc:
-            return RegradeItem(
-                regrade_of=old_id,
-                error=ErrorBody(code=exc.code, message=exc.message, details=exc.details or None),
+            new = await self._once(
+                regraded_request(old, overrides),
+                _scoped(idempotency_key, caller, regrade_of=old_id),
+                functools.partial(self._grade, regrade_of=old_id),
             )
+        except JudgeServiceError as exc:
+            return RegradeItem(regrade_of=old_id, error=_error_body(exc))
         return RegradeItem(regrade_of=old_id, judgement=new)
 
     async def get(self, judgement_id: str) -> StoredJudgement:
@@ -259,6 +248,23 @@ class JudgeService:
             m.order_sensitivity.observe(judgement.order_sensitivity)
 
 
+def _scoped(
+    idempotency_key: str | None,
+    caller: str | None,
+    *,
+    group: int | None = None,
+    regrade_of: str | None = None,
+) -> ScopedKey | None:
+    if idempotency_key is None:
+        return None
+    return ScopedKey(idempotency_key, caller, group=group, regrade_of=regrade_of)
+
+
+def _error_body(exc: JudgeServiceError) -> ErrorBody:
+    """One group's failure inside a batch or regrade reply, as a single request would report it."""
+    return ErrorBody(code=exc.code, message=exc.message, details=exc.details or None)
+
+
 # Above this many characters of answers (plus the reference once per answer) rule grading moves to a
 # worker thread: a full group of 20,000-character answers can take a second or two of CPU, and the GIL
 # switches every few milliseconds, so the event loop keeps answering other requests meanwhile. Below
@@ -267,9 +273,7 @@ RULE_GRADING_INLINE_CHARS = 50_000
 
 
 async def _rule_grades(plan: GradingPlan, request: JudgeRequest) -> dict[str, list[TermGrade]]:
-    if plan.judge_only:
-        return {a.id: [] for a in request.answers}
-    size = sum(len(a.text) + len(request.reference) for a in request.answers)
+    size = sum(len(a.text) + len(request.reference) for a in request.answers) if plan.uses_rules else 0
     if size <= RULE_GRADING_INLINE_CHARS:
         return rule_grades(plan, request)
     return await asyncio.to_thread(rule_grades, plan, request)

@@ -27,6 +27,10 @@ class GradingPlan:
         return any(name == JUDGE for name, _ in self.terms)
 
     @property
+    def uses_rules(self) -> bool:
+        return any(name != JUDGE for name, _ in self.terms)
+
+    @property
     def judge_only(self) -> bool:
         return self.terms == ((JUDGE, 1.0),)
 

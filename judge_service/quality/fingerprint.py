@@ -26,8 +26,7 @@ FINGERPRINT_CHARS = 16
 
 def grader_fingerprint(plan: GradingPlan, request: JudgeRequest, judge: LLMJudge) -> str:
     """The fingerprint of how `request` is scored under `plan` by this service."""
-    uses_rules = any(name != "judge" for name, _ in plan.terms)
-    options_json = request.options.model_dump_json() if uses_rules else None
+    options_json = request.options.model_dump_json() if plan.uses_rules else None
     # Options can be large (a schema, hundreds of labels): those are not kept as cache keys.
     compute = _cached_fingerprint if len(options_json or "") <= _CACHED_OPTIONS_CHARS else _fingerprint
     return compute(
