@@ -266,9 +266,9 @@ def _error_body(exc: JudgeServiceError) -> ErrorBody:
 
 
 # Above this many characters of answers (plus the reference once per answer) rule grading moves to a
-# worker thread: a full group of 20,000-character answers can take a second or two of CPU, and the GIL
-# switches every few milliseconds, so the event loop keeps answering other requests meanwhile. Below
-# it the thread hop would cost more than the grading.
+# worker thread: a full group of 20,000-character answers can take a second or two of CPU (the
+# adversarial table of benchmarks/rule_graders.py), and the GIL switches every few milliseconds, so the
+# event loop keeps answering other requests meanwhile. Below it the thread hop would cost more.
 RULE_GRADING_INLINE_CHARS = 50_000
 
 

@@ -55,8 +55,8 @@ class TokenizedPrompts:
     """Token ids of prompts counted before admission, kept for the generate() that follows.
 
     LLMJudge.prepare counts a prompt's tokens (the context check) and generate() later receives the
-    same messages list; keeping the ids in between tokenizes each prompt once, not twice (about 1 ms of
-    event-loop CPU for a 900-token group). Keyed by the list itself, which is held so that its id cannot
+    same messages list; keeping the ids in between tokenizes each prompt once, not twice (tokenizing is
+    event-loop CPU that grows with the prompt). Keyed by the list itself, which is held so that its id cannot
     be reused, and taken on first use. Prompts never generated (a 429, an error) are dropped oldest
     first past `max_prompts` or `max_tokens` in all, so refused giant groups cannot pile up in memory.
     Ids are kept as 4-byte arrays: a list of Python ints takes ~9x the prompt's text.
