@@ -24,7 +24,7 @@ from judge_service.metrics import JudgeMetrics
 from judge_service.prompts import PromptRenderer
 from judge_service.service import JudgeService
 from judge_service.store.base import JudgementStore
-from judge_service.store.sqlite import SqliteJudgementStore
+from judge_service.store.factory import build_store
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         judge_backend = backend or build_backend(settings, metrics)
-        judgement_store = store or SqliteJudgementStore(settings.resolved_db_path())
+        judgement_store = store or build_store(settings)
         await judgement_store.open()
         judge = LLMJudge(
             judge_backend,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -120,7 +120,21 @@ class Settings(BaseSettings):
     metrics_public: bool = Field(default=True, description="Serve /metrics without an API key.")
 
     # --- storage
+    database_url: SecretStr | None = Field(
+        default=None,
+        description="Where judgements are stored: sqlite:///relative/path or sqlite:////absolute/path. "
+        "Unset: the SQLite file at db_path. Kept out of reprs and logs (a URL can hold a password).",
+    )
     db_path: Path | None = Field(default=None, description="SQLite file; None: home_dir/judgements.sqlite3.")
+
+    @field_validator("database_url")
+    @classmethod
+    def _known_database(cls, url: SecretStr | None) -> SecretStr | None:
+        if url is not None:
+            from judge_service.store.factory import sqlite_path
+
+            sqlite_path(url.get_secret_value())  # ValueError says what is accepted
+        return url
 
     def resolved_db_path(self) -> Path:
         return self.db_path or self.home_dir / "judgements.sqlite3"

@@ -15,24 +15,22 @@ the transaction carries on with the others.
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import functools
-import json
 import logging
-import re
 import sqlite3
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
-from judge_service.errors import InvalidGroupError
-from judge_service.schemas import STORED, JudgementPage, JudgeResponse, StoredJudgement
+from judge_service.schemas import JudgementPage, StoredJudgement
+from judge_service.store import codec, migrations
 from judge_service.store.base import IdempotencyKey, IdempotencyKeyTaken, KeyedJudgement
+from judge_service.store.migrations import SQLITE, Migration
 
-__all__ = ["MIGRATIONS", "SqliteJudgementStore"]
+__all__ = ["SqliteJudgementStore"]
 
 log = logging.getLogger(__name__)
 
@@ -46,67 +44,9 @@ _INSERT = (
     "INSERT INTO judgements (judgement_id, created_at, run_id, step, group_key, grader,"
     " judge_model, prompt_version, status, doc, idempotency_key, request_hash)"
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    # A taken key inserts nothing (rowcount 0) instead of raising: no error text to parse.
+    " ON CONFLICT (idempotency_key) DO NOTHING"
 )
-
-# Append-only: entry i brings the schema from user_version i to i + 1. Never edit an entry that has
-# shipped (databases in the field already ran it); add a new one instead. Plain CREATE (no IF NOT
-# EXISTS) on purpose, so an accidental re-run fails loudly instead of being silently skipped.
-MIGRATIONS: list[str] = [
-    # 1: the judgements table. AUTOINCREMENT so a rowid is never reused, even after pruning: a
-    # cursor a caller holds must never skip rows written later.
-    """
-    CREATE TABLE judgements (
-        id             INTEGER PRIMARY KEY AUTOINCREMENT,
-        judgement_id   TEXT NOT NULL UNIQUE,
-        created_at     TEXT NOT NULL,
-        run_id         TEXT,
-        step           INTEGER,
-        group_key      TEXT,
-        grader         TEXT NOT NULL,
-        judge_model    TEXT,
-        prompt_version TEXT,
-        status         TEXT NOT NULL,
-        doc            TEXT NOT NULL
-    );
-    CREATE INDEX judgements_run_step ON judgements (run_id, step, id);
-    CREATE INDEX judgements_run ON judgements (run_id, id);
-    """,
-    # 2: idempotency keys (POST /v1/judge with Idempotency-Key). The unique index is what settles a
-    # race between two requests with the same key: one insert wins, the other reads the winner. NULLs
-    # (no key) do not collide.
-    """
-    ALTER TABLE judgements ADD COLUMN idempotency_key TEXT;
-    ALTER TABLE judgements ADD COLUMN request_hash TEXT;
-    CREATE UNIQUE INDEX judgements_idempotency_key ON judgements (idempotency_key);
-    """,
-]
-
-# Columns of a stored judgement that a page item (JudgeResponse) does not carry.
-_STORED_ONLY_KEYS = ("request", "raw_outputs")
-
-_CURSOR_RE = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
-
-
-def _encode_cursor(rowid: int) -> str:
-    return base64.urlsafe_b64encode(str(rowid).encode()).decode().rstrip("=")
-
-
-def _decode_cursor(cursor: str) -> int:
-    """The rowid a cursor stands for; InvalidGroupError (HTTP 422) for anything we did not issue."""
-    invalid = InvalidGroupError(
-        f"cursor {cursor[:64]!r} is not valid; pass next_cursor from the previous page",
-        details={"cursor": cursor[:64]},
-    )
-    if not _CURSOR_RE.fullmatch(cursor):
-        raise invalid
-    try:
-        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("ascii")
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        raise invalid from None
-    # Only the canonical form we produce: digits, no sign, no leading zero.
-    if not re.fullmatch(r"[1-9][0-9]{0,18}", text) or _encode_cursor(int(text)) != cursor:
-        raise invalid
-    return int(text)
 
 
 def _statements(script: str) -> Iterator[str]:
@@ -145,12 +85,9 @@ def _settle(pending: _PendingSave, error: Exception | None) -> None:
 
 
 def _integrity_error(exc: sqlite3.IntegrityError, pending: _PendingSave) -> Exception:
-    """The error one save() raises for its row's constraint violation."""
-    if "judgements.idempotency_key" in str(exc) and pending.idempotency is not None:
-        return IdempotencyKeyTaken(pending.idempotency.key)
-    if "judgements.judgement_id" in str(exc):
-        return ValueError(f"judgement {pending.judgement_id!r} is already stored; ids must be unique")
-    return exc
+    """The error one save() raises for its row's constraint violation (the key is handled by ON CONFLICT,
+    so the only unique column left to break is the judgement id)."""
+    return ValueError(f"judgement {pending.judgement_id!r} is already stored; ids must be unique ({exc})")
 
 
 class SqliteJudgementStore:
@@ -207,30 +144,45 @@ class SqliteJudgementStore:
         self._conn = conn
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
-        known = len(MIGRATIONS)
+        """Apply the pending named migrations, one transaction each (store/migrations.py)."""
+        where = str(self.path)
         while True:
-            # IMMEDIATE takes the write lock before reading the version, so two processes opening
+            # IMMEDIATE takes the write lock before reading what is applied, so two processes opening
             # the same file at once cannot both apply the same migration.
             conn.execute("BEGIN IMMEDIATE")
             try:
-                version = int(conn.execute("PRAGMA user_version").fetchone()[0])
-                if version > known:
-                    raise RuntimeError(
-                        f"judgement database {self.path} is at schema version {version}, but this "
-                        f"build knows only up to {known}; upgrade judge-service or use another file"
-                    )
-                if version == known:
-                    conn.execute("COMMIT")
-                    return
-                for statement in _statements(MIGRATIONS[version]):
-                    conn.execute(statement)
-                conn.execute(f"PRAGMA user_version = {version + 1}")
+                conn.execute(migrations.MIGRATIONS_TABLE_SQL[SQLITE])
+                applied = [r[0] for r in conn.execute("SELECT name FROM schema_migrations ORDER BY name")]
+                if not applied:  # a database from before names were recorded, or a new one
+                    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+                    applied = migrations.adopted_names(version, migrations.MIGRATIONS, where=where)
+                    for name in applied:
+                        self._record(conn, name)
+                todo = migrations.pending(applied, migrations.MIGRATIONS, where=where)
+                if todo:
+                    self._apply(conn, todo[0])
+                    conn.execute(f"PRAGMA user_version = {len(applied) + 1}")
                 conn.execute("COMMIT")
-                log.info("migrated judgement database %s to schema version %d", self.path, version + 1)
+                if not todo:
+                    return
+                log.info("judgement database %s: applied migration %s", self.path, todo[0].name)
             except BaseException:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
+
+    @staticmethod
+    def _apply(conn: sqlite3.Connection, migration: Migration) -> None:
+        for statement in _statements(migration.script(SQLITE)):
+            conn.execute(statement)
+        SqliteJudgementStore._record(conn, migration.name)
+
+    @staticmethod
+    def _record(conn: sqlite3.Connection, name: str) -> None:
+        conn.execute(
+            "INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)",
+            (name, datetime.now(UTC).isoformat()),
+        )
 
     async def close(self) -> None:
         """Close the connection and stop the worker; later calls raise RuntimeError. Idempotent."""
@@ -268,7 +220,7 @@ class SqliteJudgementStore:
             judgement.judge_model,
             judgement.prompt_version,
             judgement.status,
-            judgement.model_dump_json(),
+            codec.document(judgement),
             idempotency.key if idempotency else None,
             idempotency.request_hash if idempotency else None,
         )
@@ -308,9 +260,12 @@ class SqliteJudgementStore:
         try:
             for pending in batch:
                 try:
-                    conn.execute(_INSERT, pending.row)
+                    inserted = conn.execute(_INSERT, pending.row).rowcount
                 except sqlite3.IntegrityError as exc:  # only this statement is backed out
                     errors.append(_integrity_error(exc, pending))
+                    continue
+                if inserted == 0 and pending.idempotency is not None:
+                    errors.append(IdempotencyKeyTaken(pending.idempotency.key))
                 else:
                     errors.append(None)
             conn.execute("COMMIT")
@@ -327,7 +282,7 @@ class SqliteJudgementStore:
                 .execute("SELECT doc FROM judgements WHERE judgement_id = ?", (judgement_id,))
                 .fetchone()
             )
-            return None if found is None else StoredJudgement.model_validate_json(found[0], context=STORED)
+            return None if found is None else codec.load_judgement(found[0])
 
         return await self._run(select)
 
@@ -340,8 +295,7 @@ class SqliteJudgementStore:
             )
             if found is None:
                 return None
-            judgement = StoredJudgement.model_validate_json(found[0], context=STORED)
-            return KeyedJudgement(judgement=judgement, request_hash=found[1])
+            return KeyedJudgement(judgement=codec.load_judgement(found[0]), request_hash=found[1])
 
         return await self._run(select)
 
@@ -351,7 +305,7 @@ class SqliteJudgementStore:
         """A run's judgements oldest first, `limit` per page, keyset-paginated on rowid."""
         if limit < 1:
             raise ValueError(f"limit must be at least 1, got {limit}")
-        after = 0 if cursor is None else _decode_cursor(cursor)
+        after = 0 if cursor is None else codec.decode_cursor(cursor)
         sql = "SELECT id, doc FROM judgements WHERE run_id = ? AND id > ?"
         params: list[object] = [run_id, after]
         if step is not None:
@@ -363,20 +317,7 @@ class SqliteJudgementStore:
         def select() -> JudgementPage:
             rows = self._connection().execute(sql, params).fetchall()
             page, more = rows[:limit], len(rows) > limit
-            items = []
-            for _, doc in page:
-                data = json.loads(doc)
-                for key in _STORED_ONLY_KEYS:
-                    data.pop(key, None)
-                items.append(JudgeResponse.model_validate(data))
-            return JudgementPage(items=items, next_cursor=_encode_cursor(page[-1][0]) if more else None)
-
-        return await self._run(select)
-
-    async def count(self) -> int:
-        """How many judgements are stored (tests and health checks)."""
-
-        def select() -> int:
-            return int(self._connection().execute("SELECT count(*) FROM judgements").fetchone()[0])
+            items = [codec.page_item(doc) for _, doc in page]
+            return JudgementPage(items=items, next_cursor=codec.encode_cursor(page[-1][0]) if more else None)
 
         return await self._run(select)

@@ -14,16 +14,16 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-import judge_service.store.sqlite as sqlite_store
 from judge_service.api.auth import caller_identity
 from judge_service.app import create_app
 from judge_service.backends.base import Generation, GenerationRequest
 from judge_service.backends.fake import FakeBackend
 from judge_service.config import Settings
 from judge_service.errors import JudgeBackendError
-from judge_service.idempotency import ScopedKey, request_hash
+from judge_service.idempotency import ScopedKey
 from judge_service.schemas import JudgeRequest, StoredJudgement, Timings, Usage
-from judge_service.store.base import IdempotencyKey, IdempotencyKeyTaken
+from judge_service.store.base import IdempotencyKey
+from judge_service.store.migrations import MIGRATIONS, SQLITE
 from judge_service.store.sqlite import SqliteJudgementStore
 from tests.api.conftest import group, make_client, wait_ready
 
@@ -308,32 +308,12 @@ def stored(judgement_id: str, request: JudgeRequest) -> StoredJudgement:
     )
 
 
-async def test_store_keeps_one_judgement_per_key(tmp_path: Path) -> None:
-    request = JudgeRequest.model_validate(group(1))
-    digest = request_hash(request)
-    store = SqliteJudgementStore(tmp_path / "s.sqlite3")
-    await store.open()
-    try:
-        await store.save(stored("a" * 32, request), idempotency=IdempotencyKey("k", digest))
-        with pytest.raises(IdempotencyKeyTaken):
-            await store.save(stored("b" * 32, request), idempotency=IdempotencyKey("k", digest))
-        await store.save(stored("c" * 32, request))
-        await store.save(stored("d" * 32, request))  # no key: no collision
-        found = await store.get_by_idempotency_key("k")
-        assert found is not None
-        assert found.judgement.judgement_id == "a" * 32 and found.request_hash == digest
-        assert await store.get_by_idempotency_key("nope") is None
-        assert await store.count() == 3
-    finally:
-        await store.close()
-
-
 async def test_migration_adds_the_key_to_an_existing_database(tmp_path: Path) -> None:
     path = tmp_path / "old.sqlite3"
     request = JudgeRequest.model_validate(group(1))
     # A database as the first release left it: schema version 1, one judgement.
     with sqlite3.connect(path) as conn:
-        conn.executescript(sqlite_store.MIGRATIONS[0])
+        conn.executescript(MIGRATIONS[0].script(SQLITE))
         conn.execute("PRAGMA user_version = 1")
         conn.execute(
             "INSERT INTO judgements (judgement_id, created_at, grader, status, doc) VALUES (?, ?, ?, ?, ?)",
@@ -357,4 +337,4 @@ async def test_migration_adds_the_key_to_an_existing_database(tmp_path: Path) ->
     finally:
         await store.close()
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(sqlite_store.MIGRATIONS)
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)

@@ -8,7 +8,7 @@ from contextlib import closing
 from pathlib import Path
 
 from judge_service.store.sqlite import SqliteJudgementStore
-from tests.unit.test_store_sqlite import make_judgement
+from tests.store.samples import make_judgement
 
 NEW_FIELDS = ("order_seed", "answer_orders", "order_sensitivity", "grader_fingerprint", "regrade_of")
 NEW_REQUEST_FIELDS = ("seed", "orders")

@@ -1,0 +1,106 @@
+"""Named schema migrations, recorded in a table of their own, for every store backend.
+
+Each migration has a name (`m001_judgements`) and its SQL per dialect; a database records the names it
+has applied in `schema_migrations(name, applied_at)`, so one list serves every backend and a database
+says exactly what it holds. The list is append-only: never edit or reorder a migration that has shipped
+(databases in the field ran it); add a new one. Plain CREATE (no IF NOT EXISTS) on purpose, so an
+accidental re-run fails loudly. A store applies each pending migration, with its name recorded, in one
+transaction, under a lock taken before reading what is applied, so two processes opening one database
+cannot both apply a step.
+
+Databases made before names were recorded carry their step count in SQLite's `PRAGMA user_version`;
+they are adopted by recording the first that many names (`adopted_names`). SQLite stores keep
+user_version equal to the number applied, so an older build, which reads only user_version, still
+refuses a database that a newer build migrated further.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+SQLITE = "sqlite"
+
+MIGRATIONS_TABLE_SQL: Mapping[str, str] = {
+    SQLITE: "CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)",
+}
+
+
+@dataclass(frozen=True)
+class Migration:
+    name: str
+    sql: Mapping[str, str]  # dialect -> script of one or more statements
+
+    def script(self, dialect: str) -> str:
+        try:
+            return self.sql[dialect]
+        except KeyError:
+            raise RuntimeError(f"migration {self.name} has no SQL for {dialect}") from None
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    # AUTOINCREMENT so a rowid is never reused, even after pruning: a cursor a caller holds must never
+    # skip rows written later.
+    Migration(
+        "m001_judgements",
+        {
+            SQLITE: """
+            CREATE TABLE judgements (
+                id             INTEGER PRIMARY KEY AUTOINCREMENT,
+                judgement_id   TEXT NOT NULL UNIQUE,
+                created_at     TEXT NOT NULL,
+                run_id         TEXT,
+                step           INTEGER,
+                group_key      TEXT,
+                grader         TEXT NOT NULL,
+                judge_model    TEXT,
+                prompt_version TEXT,
+                status         TEXT NOT NULL,
+                doc            TEXT NOT NULL
+            );
+            CREATE INDEX judgements_run_step ON judgements (run_id, step, id);
+            CREATE INDEX judgements_run ON judgements (run_id, id);
+            """,
+        },
+    ),
+    # Idempotency keys (judge_service/idempotency.py). The unique index settles a race between two
+    # requests with the same key: one insert wins, the other reads the winner. NULLs do not collide.
+    Migration(
+        "m002_idempotency_keys",
+        {
+            SQLITE: """
+            ALTER TABLE judgements ADD COLUMN idempotency_key TEXT;
+            ALTER TABLE judgements ADD COLUMN request_hash TEXT;
+            CREATE UNIQUE INDEX judgements_idempotency_key ON judgements (idempotency_key);
+            """,
+        },
+    ),
+)
+
+
+def pending(applied: Sequence[str], migrations: Sequence[Migration], *, where: str) -> list[Migration]:
+    """The migrations still to apply, in order. RuntimeError when the database holds a migration this
+    build does not know (a newer build made it) or applied them out of order."""
+    names = [m.name for m in migrations]
+    unknown = [name for name in applied if name not in names]
+    if unknown:
+        raise RuntimeError(
+            f"judgement database {where} has migration(s) {', '.join(unknown)} that this build does not "
+            f"know (a newer schema version); upgrade judge-service or use another database"
+        )
+    if list(applied) != names[: len(applied)]:
+        raise RuntimeError(
+            f"judgement database {where} has migrations {', '.join(applied)}, not a prefix of this "
+            f"build's {', '.join(names)}"
+        )
+    return list(migrations[len(applied) :])
+
+
+def adopted_names(user_version: int, migrations: Sequence[Migration], *, where: str) -> list[str]:
+    """The names a pre-names database at `user_version` has applied (module docstring)."""
+    if user_version > len(migrations):
+        raise RuntimeError(
+            f"judgement database {where} is at schema version {user_version}, but this build knows only "
+            f"up to {len(migrations)}; upgrade judge-service or use another database"
+        )
+    return [m.name for m in migrations[:user_version]]

@@ -1,0 +1,199 @@
+"""The JudgementStore contract, run against every backend (conftest.py): round trips, paging and cursors,
+duplicates, idempotency keys and their races, concurrency, and the lifecycle."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from judge_service.errors import InvalidGroupError
+from judge_service.schemas import JudgeResponse
+from judge_service.store.base import IdempotencyKey, IdempotencyKeyTaken, JudgementStore
+from tests.store.conftest import StoreUnderTest
+from tests.store.samples import make_judgement
+
+
+async def test_round_trip(store: JudgementStore, backend: StoreUnderTest) -> None:
+    judgement = make_judgement()
+    await store.save(judgement)
+    loaded = await store.get(judgement.judgement_id)
+    assert loaded == judgement
+    assert loaded is not None and loaded.request.answers[2].text == "¯\\_(ツ)_/¯ — ünïcode"
+    assert await backend.count() == 1
+
+
+async def test_get_unknown_is_none(store: JudgementStore) -> None:
+    assert await store.get("no-such-id") is None
+
+
+async def test_duplicate_id_is_refused_and_original_kept(
+    store: JudgementStore, backend: StoreUnderTest
+) -> None:
+    original = make_judgement("dup")
+    await store.save(original)
+    with pytest.raises(ValueError, match="already stored"):
+        await store.save(make_judgement("dup", run_id="run-other", n=9))
+    assert await store.get("dup") == original
+    assert await backend.count() == 1
+
+
+async def test_list_run_pages_oldest_first(store: JudgementStore) -> None:
+    saved = []
+    for i in range(6):
+        j = make_judgement(f"a-{i}", run_id="run-a", step=i % 2, n=i)
+        await store.save(j)
+        saved.append(j)
+        await store.save(make_judgement(f"b-{i}", run_id="run-b", step=i % 2, n=i))
+    await store.save(make_judgement("none-0", run_id=None, step=None))
+
+    pages = []
+    cursor: str | None = None
+    while True:
+        page = await store.list_run("run-a", limit=2, cursor=cursor)
+        pages.append(page)
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    assert [len(p.items) for p in pages] == [2, 2, 2]
+    assert pages[0].next_cursor is not None and pages[1].next_cursor is not None
+    ids = [item.judgement_id for p in pages for item in p.items]
+    assert ids == [f"a-{i}" for i in range(6)]
+    # Items are the response without what produced it.
+    first = pages[0].items[0]
+    assert type(first) is JudgeResponse
+    assert first == JudgeResponse.model_validate(saved[0].model_dump(exclude={"request", "raw_outputs"}))
+
+
+async def test_list_run_step_filter_and_exact_last_page(store: JudgementStore) -> None:
+    for i in range(5):
+        await store.save(make_judgement(f"a-{i}", run_id="run-a", step=i % 2, n=i))
+    await store.save(make_judgement("b-0", run_id="run-b", step=0))
+
+    page = await store.list_run("run-a", step=0, limit=3)
+    assert [i.judgement_id for i in page.items] == ["a-0", "a-2", "a-4"]
+    assert page.next_cursor is None  # exactly `limit` rows left is still the last page
+
+    page = await store.list_run("run-a", step=1, limit=1)
+    assert [i.judgement_id for i in page.items] == ["a-1"]
+    page = await store.list_run("run-a", step=1, limit=1, cursor=page.next_cursor)
+    assert [i.judgement_id for i in page.items] == ["a-3"]
+    assert page.next_cursor is None
+
+
+async def test_list_run_unknown_run_is_empty(store: JudgementStore) -> None:
+    await store.save(make_judgement())
+    page = await store.list_run("run-zzz")
+    assert page.items == [] and page.next_cursor is None
+
+
+async def test_cursor_sees_rows_written_after_it_was_issued(store: JudgementStore) -> None:
+    for i in range(3):
+        await store.save(make_judgement(f"a-{i}", n=i))
+    page = await store.list_run("run-a", limit=2)
+    await store.save(make_judgement("a-3", n=3))
+    page = await store.list_run("run-a", limit=2, cursor=page.next_cursor)
+    assert [i.judgement_id for i in page.items] == ["a-2", "a-3"]
+
+
+@pytest.mark.parametrize("cursor", ["", "!!!", "not a cursor", "MA", "LTE", "MDE", "eA", "Mw==", "x" * 200])
+async def test_bad_cursor_is_invalid_group(store: JudgementStore, cursor: str) -> None:
+    with pytest.raises(InvalidGroupError, match="pass next_cursor from the previous page"):
+        await store.list_run("run-a", cursor=cursor)
+
+
+async def test_limit_below_one_is_refused(store: JudgementStore) -> None:
+    with pytest.raises(ValueError, match="limit"):
+        await store.list_run("run-a", limit=0)
+
+
+async def test_idempotency_key_round_trip_and_taken(store: JudgementStore, backend: StoreUnderTest) -> None:
+    first = make_judgement("first")
+    await store.save(first, idempotency=IdempotencyKey("key-1", "hash-1"))
+    found = await store.get_by_idempotency_key("key-1")
+    assert found is not None and (found.judgement, found.request_hash) == (first, "hash-1")
+    assert await store.get_by_idempotency_key("key-2") is None
+    with pytest.raises(IdempotencyKeyTaken):
+        await store.save(make_judgement("second"), idempotency=IdempotencyKey("key-1", "hash-2"))
+    assert await store.get("second") is None  # the loser's judgement is not stored
+    # Saves without a key never collide with each other.
+    await store.save(make_judgement("no-key-1"))
+    await store.save(make_judgement("no-key-2"))
+    assert await backend.count() == 3
+
+
+async def test_concurrent_saves_under_one_key_store_exactly_one(store: JudgementStore) -> None:
+    saves = [make_judgement(f"race-{i}", n=i) for i in range(8)]
+    results = await asyncio.gather(
+        *(store.save(j, idempotency=IdempotencyKey("raced", f"h{i}")) for i, j in enumerate(saves)),
+        return_exceptions=True,
+    )
+    winners = [i for i, r in enumerate(results) if r is None]
+    assert len(winners) == 1
+    assert all(isinstance(r, IdempotencyKeyTaken) for r in results if r is not None)
+    found = await store.get_by_idempotency_key("raced")
+    assert found is not None and found.judgement == saves[winners[0]]
+
+
+async def test_concurrent_saves_all_land(store: JudgementStore, backend: StoreUnderTest) -> None:
+    judgements = [make_judgement(f"c-{i:02d}", n=i) for i in range(50)]
+    await asyncio.gather(*(store.save(j) for j in judgements))
+    assert await backend.count() == 50
+    ids: list[str] = []
+    cursor: str | None = None
+    while True:
+        page = await store.list_run("run-a", limit=7, cursor=cursor)
+        ids += [i.judgement_id for i in page.items]
+        if (cursor := page.next_cursor) is None:
+            break
+    assert sorted(ids) == [j.judgement_id for j in judgements]
+    assert len(set(ids)) == 50
+
+
+async def test_a_conflict_fails_only_its_own_save(store: JudgementStore, backend: StoreUnderTest) -> None:
+    await store.save(make_judgement("taken"))
+    saves = [make_judgement("ok-1"), make_judgement("taken", n=5), make_judgement("ok-2")]
+    saves += [make_judgement("twice", n=1), make_judgement("twice", n=2)]
+    results = await asyncio.gather(*(store.save(j) for j in saves), return_exceptions=True)
+    failed = [type(r).__name__ if r is not None else None for r in results]
+    assert failed == [None, "ValueError", None, None, "ValueError"]
+    assert "already stored" in str(results[1])
+    assert await backend.count() == 4
+    assert await store.get("taken") == make_judgement("taken")  # the original, not n=5
+    assert await store.get("twice") == make_judgement("twice", n=1)
+
+
+async def test_reopen_keeps_data(store: JudgementStore, backend: StoreUnderTest) -> None:
+    await store.save(make_judgement("kept"), idempotency=IdempotencyKey("kept-key", "h"))
+    await store.close()
+    second = backend.reopen()
+    await second.open()
+    await second.open()  # idempotent
+    try:
+        assert await second.get("kept") == make_judgement("kept")
+        assert await second.get_by_idempotency_key("kept-key") is not None
+    finally:
+        await second.close()
+
+
+async def test_close_writes_the_saves_it_accepted(store: JudgementStore, backend: StoreUnderTest) -> None:
+    saves = [asyncio.create_task(store.save(make_judgement(f"late-{i}", n=i))) for i in range(20)]
+    await asyncio.sleep(0)  # the saves are queued, not yet written
+    await store.close()
+    await asyncio.gather(*saves)  # every one acknowledged...
+    assert await backend.count() == 20  # ...and stored
+
+
+async def test_methods_after_close_raise(store: JudgementStore) -> None:
+    await store.close()
+    await store.close()  # idempotent
+    with pytest.raises(RuntimeError, match="closed"):
+        await store.save(make_judgement())
+    with pytest.raises(RuntimeError, match="closed"):
+        await store.get("x")
+    with pytest.raises(RuntimeError, match="closed"):
+        await store.list_run("run-a")
+    with pytest.raises(RuntimeError, match="closed"):
+        await store.get_by_idempotency_key("x")
+    with pytest.raises(RuntimeError, match="closed"):
+        await store.open()
