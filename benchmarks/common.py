@@ -32,9 +32,9 @@ os.environ.setdefault("OMP_NUM_THREADS", "2")
 # vLLM logs every step at INFO on stdout; keep stdout for the result tables (override to debug).
 os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
 
-from judge_service.backends.base import Generation, GenerationRequest, JudgeBackend
+from judge_service.backends.base import BackendHealth, Generation, GenerationRequest, JudgeBackend
 from judge_service.config import Settings
-from judge_service.criteria import DEFAULT_CRITERIA
+from judge_service.judging.llm.criteria import DEFAULT_CRITERIA
 from judge_service.metrics import JudgeMetrics
 
 T = TypeVar("T")
@@ -473,9 +473,8 @@ class SharedBackend:
     def max_context_tokens(self) -> int | None:
         return self._inner.max_context_tokens
 
-    @property
-    def ready(self) -> bool:
-        return self._inner.ready
+    async def check_health(self) -> BackendHealth:
+        return await self._inner.check_health()
 
     async def start(self) -> None:
         return None
@@ -514,9 +513,9 @@ async def running_app(settings: Settings, backend: JudgeBackend) -> AsyncIterato
     app = create_app(settings, backend=backend)
     async with app.router.lifespan_context(app):
         deadline = time.monotonic() + 600
-        while not app.state.service.judge_ready:
-            if app.state.service.load_error:
-                raise RuntimeError(app.state.service.load_error)
+        while not app.state.readiness.ready:
+            if app.state.readiness.state == "failed":
+                raise RuntimeError(app.state.readiness.error)
             if time.monotonic() > deadline:
                 raise TimeoutError("the judge never became ready")
             await asyncio.sleep(0.02)

@@ -44,7 +44,7 @@ from benchmarks.common import (
     write_result,
 )
 from judge_service.backends.base import Generation, GenerationRequest, JudgeBackend
-from judge_service.parser import parse_judgement
+from judge_service.judging.llm.parser import parse_judgement
 from judge_service.schemas import JudgeRequest
 
 NAME = "engine_features"

@@ -270,9 +270,9 @@ async def _stage_breakdown(args: argparse.Namespace, tmp: Path) -> dict[str, Any
     """The service path in-process (no HTTP), then each stage on its own, in ms of CPU per group."""
     from judge_service.backends.base import GenerationRequest
     from judge_service.backends.fake import FakeBackend
-    from judge_service.criteria import resolve_criteria
-    from judge_service.parser import output_schema, parse_judgement
-    from judge_service.prompts import PromptRenderer
+    from judge_service.judging.llm.criteria import resolve_criteria
+    from judge_service.judging.llm.parser import output_schema, parse_judgement
+    from judge_service.judging.llm.prompt import PromptRenderer
     from judge_service.schemas import JudgeRequest, JudgeResponse, StoredJudgement
     from judge_service.store.sqlite import SqliteJudgementStore
 

@@ -310,9 +310,9 @@ def estimate_tokens(args: argparse.Namespace, tokenizer_dir: Path) -> dict[str, 
         from tokenizers import Tokenizer
 
         from judge_service.config import Settings
-        from judge_service.criteria import resolve_criteria
-        from judge_service.parser import max_output_tokens
-        from judge_service.prompts import PromptRenderer
+        from judge_service.judging.llm.criteria import resolve_criteria
+        from judge_service.judging.llm.parser import max_output_tokens
+        from judge_service.judging.llm.prompt import PromptRenderer
         from judge_service.schemas import JudgeRequest
 
         settings = Settings()

@@ -37,8 +37,8 @@ from benchmarks.common import (
     workdir,
     write_result,
 )
-from judge_service.criteria import resolve_criteria
-from judge_service.parser import parse_judgement
+from judge_service.judging.llm.criteria import resolve_criteria
+from judge_service.judging.llm.parser import parse_judgement
 from judge_service.quality.agreement import kendall_tau_b, spearman_rho
 from judge_service.schemas import JudgeRequest, StoredJudgement
 

@@ -28,9 +28,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from judge_service.graders.base import Grade
-from judge_service.graders.blend import TermGrade, blend
-from judge_service.graders.registry import rule_grader
+from judge_service.judging.base import Grade
+from judge_service.judging.blend import TermGrade, blend
+from judge_service.judging.registry import rule_grader
 from judge_service.schemas import RuleOptions
 
 SEED = 20240611

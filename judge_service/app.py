@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
@@ -19,9 +19,12 @@ from judge_service.api.request_metrics import RequestMetrics
 from judge_service.backends.base import JudgeBackend
 from judge_service.backends.factory import build_backend
 from judge_service.config import Settings
-from judge_service.graders.llm_judge import JudgeSettings, LLMJudge
+from judge_service.judging.llm.caller import JudgeCaller, JudgeSettings
+from judge_service.judging.llm.judge import LLMJudge
+from judge_service.judging.llm.prompt import PromptRenderer
+from judge_service.judging.registry import GraderRegistry
 from judge_service.metrics import JudgeMetrics
-from judge_service.prompts import PromptRenderer
+from judge_service.readiness import Readiness, follow_backend
 from judge_service.service import JudgeService
 from judge_service.store.base import JudgementStore
 from judge_service.store.factory import build_store
@@ -35,8 +38,10 @@ def create_app(
     backend: JudgeBackend | None = None,
     store: JudgementStore | None = None,
     metrics: JudgeMetrics | None = None,
+    on_fatal: Callable[[], None] | None = None,
 ) -> FastAPI:
-    """Build the service. `backend`, `store` and `metrics` replace the configured ones (tests, benchmarks)."""
+    """Build the service. `backend`, `store` and `metrics` replace the configured ones (tests, benchmarks);
+    `on_fatal` stops the server when the in-process engine dies (cli.py passes it)."""
     settings = settings or Settings()
     metrics = metrics or JudgeMetrics()
     drain = DrainState()
@@ -46,7 +51,8 @@ def create_app(
         judge_backend = backend or build_backend(settings, metrics)
         judgement_store = store or build_store(settings)
         await judgement_store.open()
-        judge = LLMJudge(
+        readiness = Readiness(metrics, backend=settings.backend)
+        caller = JudgeCaller(
             judge_backend,
             PromptRenderer(settings.resolved_prompts_dir(), settings.prompt_template),
             metrics,
@@ -58,20 +64,31 @@ def create_app(
                 shuffle_answers=settings.shuffle_answers,
             ),
         )
-        service = JudgeService(
-            judge=judge,
-            store=judgement_store,
-            metrics=metrics,
+        judge = LLMJudge(
+            caller,
             admission=GroupAdmission(settings.max_groups_in_flight, settings.max_groups_queued, metrics),
+            metrics=metrics,
+            readiness=readiness,
         )
-        app.state.service = service
+        app.state.readiness = readiness
+        app.state.service = JudgeService(
+            graders=GraderRegistry.with_rule_graders(judge), store=judgement_store, metrics=metrics
+        )
         drain.reopen()
-        loading = asyncio.create_task(_load(judge_backend, service, metrics))
+        following = asyncio.create_task(
+            follow_backend(
+                judge_backend,
+                readiness,
+                interval_s=settings.health_interval_s,
+                exit_after_s=settings.dead_engine_exit_s,
+                on_fatal=on_fatal,
+            )
+        )
         try:
             yield
         finally:
             await drain.drain(settings.drain_timeout_s)  # groups in flight finish and are stored
-            loading.cancel()
+            following.cancel()
             await judge_backend.close()
             await judgement_store.close()
 
@@ -97,14 +114,3 @@ def create_app(
     app.include_router(quality.router)
 
     return app
-
-
-async def _load(backend: JudgeBackend, service: JudgeService, metrics: JudgeMetrics) -> None:
-    try:
-        await backend.start()
-    except Exception as exc:  # reported on /readyz; the process stays up for diagnosis
-        service.load_error = f"{type(exc).__name__}: {exc}"
-        log.exception("the judge backend failed to start")
-        return
-    service.judge_ready = True
-    metrics.engine_ready.set(1)

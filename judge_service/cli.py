@@ -11,7 +11,7 @@ import math
 import sys
 
 from judge_service.config import Settings
-from judge_service.quality import cli as quality_cli
+from judge_service.tools import cli as tools_cli
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -21,10 +21,10 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--host", help="overrides JUDGE_HOST")
     serve.add_argument("--port", type=int, help="overrides JUDGE_PORT")
     commands.add_parser("prepare-model", help="prepare the embedded default model and print its folder")
-    quality_cli.add_commands(commands)
+    tools_cli.add_commands(commands)
     args = parser.parse_args(argv)
-    if args.command in quality_cli.COMMANDS:
-        return quality_cli.run(args)
+    if args.command in tools_cli.COMMANDS:
+        return tools_cli.run(args)
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     settings = Settings()
@@ -38,13 +38,19 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _serve(settings: Settings) -> int:
+    """Run the server until it stops; exit status 1 when it stopped because the judge backend failed."""
     import uvicorn
 
     from judge_service.app import create_app
 
-    app = create_app(settings)
-    _tune_garbage_collector()
-    uvicorn.run(
+    server: uvicorn.Server | None = None
+
+    def stop() -> None:  # the in-process engine died (readiness.py): stop as on SIGTERM
+        if server is not None:
+            server.should_exit = True
+
+    app = create_app(settings, on_fatal=stop)
+    config = uvicorn.Config(
         app,
         host=settings.host,
         port=settings.port,
@@ -53,7 +59,11 @@ def _serve(settings: Settings) -> int:
         # SIGTERM: stop accepting, let open requests finish (bounded), then the lifespan drains too.
         timeout_graceful_shutdown=max(1, math.ceil(settings.drain_timeout_s)),
     )
-    return 0
+    server = uvicorn.Server(config)
+    _tune_garbage_collector()
+    server.run()
+    failed = app.state.readiness.state == "failed" if hasattr(app.state, "readiness") else False
+    return 1 if failed else 0
 
 
 def _tune_garbage_collector() -> None:

@@ -8,6 +8,9 @@ from typing import Literal
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+# Package data (pyproject.toml), so a wheel installed anywhere finds its templates.
+PACKAGED_PROMPTS = Path(__file__).resolve().parent / "prompts"
+
 
 def _default_home() -> Path:
     return Path.home() / ".cache" / "judge-service"
@@ -75,7 +78,9 @@ class Settings(BaseSettings):
 
     # --- judging
     prompt_template: str = Field(default="judge_group", description="Template folder under prompts_dir.")
-    prompts_dir: Path | None = Field(default=None, description="None: the repository's prompts/.")
+    prompts_dir: Path | None = Field(
+        default=None, description="Folder of prompt templates; None: the ones shipped in the package."
+    )
     temperature: float = Field(default=0.0, ge=0, le=2)
     reason_max_chars: int = Field(default=120, ge=16, le=1000, description="Bound on each reason.")
     parse_retries: int = Field(default=2, ge=0, le=5, description="Extra judge calls when output is invalid.")
@@ -84,6 +89,17 @@ class Settings(BaseSettings):
         default=True,
         description="Show the judge the answers in a seeded shuffled order (position bias); the seed and "
         "order are stored with the judgement.",
+    )
+
+    health_interval_s: float = Field(
+        default=2.0, gt=0, le=300, description="How often the judge backend's health is checked (/readyz)."
+    )
+    dead_engine_exit_s: float = Field(
+        default=5.0,
+        ge=0,
+        le=300,
+        description="When the in-process engine dies: seconds of answering /readyz 503 `failed` (so probes "
+        "and scrapes see it) before the process stops and exits non-zero for its supervisor to restart it.",
     )
 
     # --- admission (backpressure)
@@ -140,4 +156,4 @@ class Settings(BaseSettings):
         return self.db_path or self.home_dir / "judgements.sqlite3"
 
     def resolved_prompts_dir(self) -> Path:
-        return self.prompts_dir or Path(__file__).resolve().parent.parent / "prompts"
+        return self.prompts_dir or PACKAGED_PROMPTS

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from judge_service.parser import OUTPUT_PROBLEMS
+from judge_service.judging.llm.parser import OUTPUT_PROBLEMS
 
 _LATENCY_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300)
 _GROUP_SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 64)

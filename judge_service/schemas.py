@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
@@ -13,10 +14,21 @@ CRITERION_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,31}$"
 MAX_ANSWERS = 64
 MAX_TEXT_CHARS = 20_000
 MAX_BATCH_GROUPS = 256
+MAX_ORDERS = 4  # answer orders a group may be judged under (judging/llm/orders.py)
+RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$"
 
 
 class StrictModel(BaseModel):
+    """What callers send: an unknown field is refused (422), never silently dropped."""
+
     model_config = ConfigDict(extra="forbid")
+
+
+class ResponseModel(BaseModel):
+    """What the service answers. Unknown fields are ignored when read back, so a client of this version
+    keeps reading the replies of a newer service that added fields."""
+
+    model_config = ConfigDict(extra="ignore")
 
 
 _CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
@@ -132,14 +144,17 @@ class JudgeRequest(StrictModel):
         default=None, min_length=1, max_length=8, description="Weighted custom blend; overrides `grader`."
     )
     options: RuleOptions = Field(default_factory=RuleOptions)
-    run_id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$")
+    run_id: str | None = Field(default=None, pattern=RUN_ID_PATTERN)
     step: int | None = Field(default=None, ge=0)
     group_key: Text | None = Field(default=None, max_length=256)
     seed: int | None = Field(
         default=None, ge=0, le=2**32 - 1, description="Seeds the shuffled answer order; default: from the id."
     )
     orders: int = Field(
-        default=1, ge=1, le=4, description="Judge under this many answer orders and average (position bias)."
+        default=1,
+        ge=1,
+        le=MAX_ORDERS,
+        description="Judge under this many answer orders and average (position bias).",
     )
 
     @model_validator(mode="after")
@@ -160,13 +175,13 @@ def _refuse_duplicates(what: str, values: list[str]) -> None:
 # --------------------------------------------------------------------------- responses
 
 
-class CriterionMark(StrictModel):
+class CriterionMark(ResponseModel):
     mark: int = Field(ge=1, le=5)
     score: float = Field(ge=0, le=1, description="(mark - 1) / 4")
     reason: str
 
 
-class TermScore(StrictModel):
+class TermScore(ResponseModel):
     grader: str
     weight: float
     score: float | None = Field(description="null when the term did not apply or failed")
@@ -177,7 +192,7 @@ AnswerStatus = Literal["scored", "unscored"]
 GroupStatus = Literal["ok", "partial", "failed"]
 
 
-class AnswerResult(StrictModel):
+class AnswerResult(ResponseModel):
     id: str
     status: AnswerStatus
     score: float | None = Field(description="Overall 0-1; null when unscored (never 0 for a failure).")
@@ -187,19 +202,19 @@ class AnswerResult(StrictModel):
     error: str | None = Field(default=None, description="Why the answer is unscored.")
 
 
-class Usage(StrictModel):
+class Usage(ResponseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     judge_calls: int = 0
 
 
-class Timings(StrictModel):
+class Timings(ResponseModel):
     queue_ms: float = 0.0
     judge_ms: float = 0.0
     total_ms: float = 0.0
 
 
-class JudgeResponse(StrictModel):
+class JudgeResponse(ResponseModel):
     judgement_id: str
     created_at: datetime
     status: GroupStatus
@@ -240,12 +255,12 @@ class StoredJudgement(JudgeResponse):
         return JudgeResponse.model_validate({name: getattr(self, name) for name in fields})
 
 
-class JudgementPage(StrictModel):
+class JudgementPage(ResponseModel):
     items: list[JudgeResponse]
     next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last.")
 
 
-class ErrorBody(StrictModel):
+class ErrorBody(ResponseModel):
     code: str
     message: str
     details: dict[str, Any] | list[Any] | None = None
@@ -255,19 +270,178 @@ class BatchJudgeRequest(StrictModel):
     groups: list[JudgeRequest] = Field(min_length=1, max_length=MAX_BATCH_GROUPS)
 
 
-class BatchItem(StrictModel):
+class BatchItem(ResponseModel):
     """Exactly one of `judgement` and `error` is set."""
 
     judgement: JudgeResponse | None = None
     error: ErrorBody | None = None
 
 
-class BatchJudgeResponse(StrictModel):
+class BatchJudgeResponse(ResponseModel):
     results: list[BatchItem] = Field(description="One entry per group, in request order.")
 
 
-class ErrorResponse(StrictModel):
+class ErrorResponse(ResponseModel):
     error: ErrorBody
 
 
 PositiveLimit = Annotated[int, Field(ge=1, le=500)]
+
+
+# --------------------------------------------------------------------------- regrading
+
+
+class RegradeRequest(StrictModel):
+    judgement_ids: list[Annotated[str, Field(min_length=1, max_length=64)]] | None = Field(
+        default=None, min_length=1, max_length=MAX_BATCH_GROUPS
+    )
+    run_id: str | None = Field(default=None, pattern=RUN_ID_PATTERN)
+    step: int | None = Field(default=None, ge=0, description="With run_id: only this step.")
+    limit: int = Field(default=64, ge=1, le=MAX_BATCH_GROUPS, description="With run_id: judgements per call.")
+    cursor: str | None = Field(default=None, max_length=64, description="With run_id: the last next_cursor.")
+    grader: str | None = Field(default=None, min_length=1, max_length=64)
+    terms: list[GraderTerm] | None = Field(default=None, min_length=1, max_length=8)
+    criteria: list[Criterion] | None = Field(default=None, min_length=1, max_length=8)
+    orders: int | None = Field(default=None, ge=1, le=MAX_ORDERS)
+    as_run_id: str | None = Field(
+        default=None, pattern=RUN_ID_PATTERN, description="File new judgements here."
+    )
+
+    @model_validator(mode="after")
+    def _one_source(self) -> RegradeRequest:
+        if (self.judgement_ids is None) == (self.run_id is None):
+            raise ValueError("give exactly one of judgement_ids and run_id")
+        return self
+
+
+class RegradeItem(ResponseModel):
+    """One regraded group: exactly one of `judgement` (the new one) and `error` is set."""
+
+    regrade_of: str
+    judgement: JudgeResponse | None = None
+    error: ErrorBody | None = None
+
+
+class RegradeResponse(ResponseModel):
+    results: list[RegradeItem]
+    next_cursor: str | None = Field(default=None, description="With run_id: pass as cursor for more.")
+
+
+# --------------------------------------------------------------------------- judge-quality reports
+
+Score = Annotated[float, Field(allow_inf_nan=False)] | None
+
+
+class HumanLabels(BaseModel):
+    """One labelled group: a line of the human-labels JSONL file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    judgement_id: str | None = Field(default=None, max_length=64)
+    group_key: str | None = Field(default=None, max_length=256)
+    human: dict[str, float] = Field(
+        min_length=1, max_length=MAX_ANSWERS, description="answer id -> score, or rank (1 is best)"
+    )
+    kind: Literal["score", "rank"] = "score"
+    scale: tuple[float, float] | None = Field(
+        default=None, description="For scores: the human scale's lowest and highest value; default 0-1."
+    )
+
+    @model_validator(mode="after")
+    def _one_key(self) -> HumanLabels:
+        if (self.judgement_id is None) == (self.group_key is None):
+            raise ValueError("give exactly one of judgement_id and group_key")
+        if self.scale is not None and not self.scale[0] < self.scale[1]:
+            raise ValueError(f"scale must be (lowest, highest) with lowest < highest, got {self.scale}")
+        if not all(math.isfinite(v) for v in self.human.values()):
+            raise ValueError("human values must be finite numbers")
+        return self
+
+    @property
+    def key(self) -> str:
+        return self.judgement_id or self.group_key or ""
+
+
+class GroupAgreement(BaseModel):
+    key: str
+    kind: Literal["score", "rank"]
+    answers: int = Field(description="Answers compared: labelled by the human and scored by the grader.")
+    kendall_tau_b: float | None
+    spearman_rho: float | None
+    pairs: int = Field(description="Answer pairs with a strict human preference.")
+    pairwise_accuracy: float | None
+    mean_absolute_error: float | None
+    missing_answers: list[str] = Field(description="Labelled answers the grader did not score.")
+
+
+class AgreementReport(BaseModel):
+    groups: int = Field(description="Labelled groups.")
+    matched_groups: int
+    unmatched: list[str] = Field(description="Keys of labelled groups with no grader judgement.")
+    mean_kendall_tau_b: float | None
+    mean_spearman_rho: float | None
+    tau_groups: int = Field(description="Groups where tau-b is defined (the mean's count).")
+    rho_groups: int
+    pairs: int
+    pairwise_accuracy: float | None
+    mae_answers: int
+    mean_absolute_error: float | None
+    per_group: list[GroupAgreement]
+
+
+class ThresholdRate(BaseModel):
+    threshold: float
+    passed: int
+    failed: int
+    pass_rate: float
+    fail_rate: float
+
+
+class Recommendation(BaseModel):
+    threshold: float | None
+    fail_rate: float | None
+    reason: str
+
+
+class CalibrationReport(BaseModel):
+    groups: int
+    scored_answers: int
+    unscored_answers: int
+    mean_score: float | None
+    thresholds: list[ThresholdRate]
+    recommendation: Recommendation
+    flat_groups: int
+    flat_group_share: float | None
+    too_few_scored_groups: int
+    too_few_scored_share: float | None
+    notes: list[str]
+
+
+class RunSelection(StrictModel):
+    run_id: str | None = Field(
+        default=None, pattern=RUN_ID_PATTERN, description="Read the run's stored judgements."
+    )
+    step: int | None = Field(default=None, ge=0, description="With run_id: only this step.")
+    fingerprint: str | None = Field(default=None, max_length=64, description="With run_id: only this grader.")
+
+
+class CalibrationRequest(RunSelection):
+    groups: list[list[Score]] | None = Field(
+        default=None, min_length=1, max_length=100_000, description="Inline: each group's answer scores."
+    )
+
+    @model_validator(mode="after")
+    def _one_source(self) -> CalibrationRequest:
+        if (self.groups is None) == (self.run_id is None):
+            raise ValueError("give exactly one of groups and run_id")
+        return self
+
+
+class AgreementRequest(RunSelection):
+    human: list[HumanLabels] = Field(min_length=1, max_length=10_000)
+    scores: dict[str, dict[str, Score]] | None = Field(
+        default=None,
+        description="Inline grader scores: judgement_id or group_key -> answer id -> score. Default: the "
+        "stored judgements (by judgement_id, or by group_key within run_id).",
+    )
+    scale: tuple[float, float] | None = Field(default=None, description="Human score scale; default 0-1.")

@@ -1,4 +1,8 @@
-"""Orchestration of one group: grader -> prompt -> admission -> backend -> parser -> store -> metrics."""
+"""Orchestration of one group: grading plan -> graders -> store -> metrics.
+
+Reads top to bottom: `grade` -> `_once` (idempotency) -> `_grade` (plan, grade, store, observe). What a
+grader does (the LLM judge's orders, admission, backend calls, parsing) lives in judging/.
+"""
 
 from __future__ import annotations
 
@@ -6,35 +10,26 @@ import asyncio
 import functools
 import time
 import uuid
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from judge_service.admission import GroupAdmission
-from judge_service.criteria import resolve_criteria
-from judge_service.errors import JudgeServiceError, NotFoundError, NotReadyError
-from judge_service.graders.blend import TermGrade
-from judge_service.graders.composite import GradingPlan, combine, plan_for, rule_grades
-from judge_service.graders.llm_judge import JudgeOutcome, LLMJudge
+from judge_service.errors import JudgeServiceError, NotFoundError
 from judge_service.idempotency import GradeFn, IdempotencyGuard, ScopedKey
+from judge_service.judging.base import Group
+from judge_service.judging.fingerprint import grader_fingerprint
+from judge_service.judging.registry import GraderRegistry
 from judge_service.metrics import JudgeMetrics
-from judge_service.quality.fingerprint import grader_fingerprint
-from judge_service.quality.orders import (
-    criterion_score,
-    judge_in_orders,
-    order_seed,
-    order_sensitivity,
-    shown_orders,
-)
-from judge_service.quality.regrade import RegradeItem, RegradeRequest, RegradeResponse, regraded_request
+from judge_service.regrade import regraded_request
 from judge_service.schemas import (
     AnswerResult,
     BatchItem,
-    Criterion,
     ErrorBody,
     GroupStatus,
     JudgementPage,
     JudgeRequest,
     JudgeResponse,
+    RegradeItem,
+    RegradeRequest,
+    RegradeResponse,
     StoredJudgement,
     Timings,
     Usage,
@@ -42,32 +37,18 @@ from judge_service.schemas import (
 from judge_service.store.base import IdempotencyKey, JudgementStore
 
 
-@dataclass(frozen=True)
-class _JudgeRun:
-    outcome: JudgeOutcome
-    answers: dict[str, AnswerResult]  # by answer id: marks, or unscored with the reason
-    queue_ms: float
-    seed: int | None = None  # of the shuffled answer order; None when not shuffled
-    orders: list[list[str]] | None = None  # answer ids in the order shown, per judge order
-    order_sensitivity: float | None = None
-
-
 class JudgeService:
     def __init__(
         self,
         *,
-        judge: LLMJudge,
+        graders: GraderRegistry,
         store: JudgementStore,
         metrics: JudgeMetrics,
-        admission: GroupAdmission,
     ) -> None:
-        self._judge = judge
+        self._graders = graders
         self._store = store
         self._metrics = metrics
-        self._admission = admission
         self._idempotency = IdempotencyGuard(store, metrics)
-        self.judge_ready = False
-        self.load_error: str | None = None
 
     async def grade(
         self, request: JudgeRequest, *, idempotency_key: str | None = None, caller: str | None = None
@@ -91,84 +72,38 @@ class JudgeService:
     ) -> JudgeResponse:
         started = time.perf_counter()
         judgement_id = uuid.uuid4().hex
-        plan = plan_for(request)
-        # Rule graders are cheap and may refuse the request (422): run them before queueing for the judge.
-        rules = await _rule_grades(plan, request)
-        judge_run = await self._run_judge(request, judgement_id) if plan.uses_judge else None
-        answers = [
-            combine(a.id, plan, judge_run.answers[a.id] if judge_run else None, rules[a.id])
-            for a in request.answers
-        ]
-        outcome = judge_run.outcome if judge_run else None
+        plan = self._graders.plan(request)  # 422 for an unknown grader
+        graded = await plan.grade(Group.of(request, judgement_id))
+        run = graded.run
         stored = StoredJudgement(
             judgement_id=judgement_id,
             created_at=datetime.now(UTC),
-            status=_group_status(answers),
+            status=_group_status(graded.answers),
             grader=plan.grader,
-            judge_model=self._judge.model_name if outcome else None,
-            prompt_version=outcome.prompt_version if outcome else None,
+            judge_model=run.model if run else None,
+            prompt_version=run.prompt_version if run else None,
             run_id=request.run_id,
             step=request.step,
             group_key=request.group_key,
-            answers=answers,
-            usage=outcome.usage if outcome else Usage(),
+            answers=graded.answers,
+            usage=run.usage if run else Usage(),
             timings=Timings(
-                queue_ms=judge_run.queue_ms if judge_run else 0.0,
-                judge_ms=outcome.judge_ms if outcome else 0.0,
+                queue_ms=run.queue_ms if run else 0.0,
+                judge_ms=run.judge_ms if run else 0.0,
                 total_ms=(time.perf_counter() - started) * 1000,
             ),
-            attempts=outcome.usage.judge_calls if outcome else 0,
+            attempts=run.usage.judge_calls if run else 0,
             request=request,
-            raw_outputs=outcome.raw_outputs if outcome else [],
-            order_seed=judge_run.seed if judge_run else None,
-            answer_orders=judge_run.orders if judge_run else None,
-            order_sensitivity=judge_run.order_sensitivity if judge_run else None,
-            grader_fingerprint=grader_fingerprint(plan, request, self._judge),
+            raw_outputs=run.raw_outputs if run else [],
+            order_seed=run.seed if run else None,
+            answer_orders=run.orders if run else None,
+            order_sensitivity=run.order_sensitivity if run else None,
+            grader_fingerprint=grader_fingerprint(plan),
             regrade_of=regrade_of,
         )
         await self._store.save(stored, idempotency=idempotency)
         self._observe(stored)
         return stored.response()
-
-    async def _run_judge(self, request: JudgeRequest, judgement_id: str) -> _JudgeRun:
-        if not self.judge_ready:
-            if self.load_error:
-                raise NotReadyError(f"the judge backend failed to start: {self.load_error}")
-            raise NotReadyError("the judge model is still loading; retry when /readyz answers 200")
-        criteria = resolve_criteria(request.criteria)
-        answer_ids = [a.id for a in request.answers]
-        # Position bias: the judge sees the answers in seeded shuffled order(s); marks come back by id.
-        shuffle = self._judge.settings.shuffle_answers
-        seed = request.seed if request.seed is not None else order_seed(judgement_id)
-        orders = shown_orders(answer_ids, seed=seed, count=request.orders, shuffle=shuffle)
-        by_id = {a.id: a for a in request.answers}
-        generations = [
-            await self._judge.prepare(
-                conversation=request.conversation,
-                reference=request.reference,
-                answers=[by_id[answer_id] for answer_id in order],
-                criteria=criteria,
-                request_id=judgement_id if i == 0 else f"{judgement_id}-o{i}",
-            )
-            for i, order in enumerate(orders)
-        ]
-        queued = time.perf_counter()
-        try:
-            async with self._admission.slot():
-                admitted = time.perf_counter()
-                names = [c.name for c in criteria]
-                outcome = await judge_in_orders(self._judge, generations, answer_ids, names)
-        except JudgeServiceError as exc:
-            self._metrics.backend_errors.labels(code=exc.code).inc()
-            raise
-        return _JudgeRun(
-            outcome=outcome,
-            answers={answer_id: _judged_answer(answer_id, outcome, criteria) for answer_id in answer_ids},
-            queue_ms=(admitted - queued) * 1000,
-            seed=seed if shuffle else None,
-            orders=orders,
-            order_sensitivity=order_sensitivity(outcome.order_parses, {c.name: c.weight for c in criteria}),
-        )
 
     async def grade_batch(
         self, requests: list[JudgeRequest], *, idempotency_key: str | None = None, caller: str | None = None
@@ -263,37 +198,6 @@ def _scoped(
 def _error_body(exc: JudgeServiceError) -> ErrorBody:
     """One group's failure inside a batch or regrade reply, as a single request would report it."""
     return ErrorBody(code=exc.code, message=exc.message, details=exc.details or None)
-
-
-# Above this many characters of answers (plus the reference once per answer) rule grading moves to a
-# worker thread: a full group of 20,000-character answers can take a second or two of CPU (the
-# adversarial table of benchmarks/rule_graders.py), and the GIL switches every few milliseconds, so the
-# event loop keeps answering other requests meanwhile. Below it the thread hop would cost more.
-RULE_GRADING_INLINE_CHARS = 50_000
-
-
-async def _rule_grades(plan: GradingPlan, request: JudgeRequest) -> dict[str, list[TermGrade]]:
-    size = sum(len(a.text) + len(request.reference) for a in request.answers) if plan.uses_rules else 0
-    if size <= RULE_GRADING_INLINE_CHARS:
-        return rule_grades(plan, request)
-    return await asyncio.to_thread(rule_grades, plan, request)
-
-
-def _judged_answer(answer_id: str, outcome: JudgeOutcome, criteria: list[Criterion]) -> AnswerResult:
-    marks = outcome.parsed.marks.get(answer_id)
-    if marks is None:
-        reason = outcome.parsed.failures.get(answer_id, "the judge gave no marks for this answer")
-        return AnswerResult(id=answer_id, status="unscored", score=None, error=reason)
-    # Plain dicts validated once per answer: cheaper than a model object per criterion.
-    scores = {c.name: criterion_score(outcome, answer_id, c.name) for c in criteria}
-    per_criterion = {
-        c.name: {"mark": marks[c.name].mark, "score": scores[c.name], "reason": marks[c.name].reason}
-        for c in criteria
-    }
-    overall = sum(scores[c.name] * c.weight for c in criteria) / sum(c.weight for c in criteria)
-    return AnswerResult.model_validate(
-        {"id": answer_id, "status": "scored", "score": round(overall, 6), "criteria": per_criterion}
-    )
 
 
 def _group_status(answers: list[AnswerResult]) -> GroupStatus:

@@ -6,7 +6,8 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from judge_service.api.deps import MetricsDep, ServiceDep
+from judge_service.api.deps import MetricsDep
+from judge_service.readiness import Readiness
 
 router = APIRouter()
 
@@ -17,16 +18,19 @@ async def healthz() -> dict[str, str]:
 
 
 @router.get("/readyz", summary="The judge model is loaded and requests will be graded")
-async def readyz(service: ServiceDep, response: Response, request: Request) -> dict[str, str]:
+async def readyz(response: Response, request: Request) -> dict[str, str]:
+    """ready; loading; draining (shutting down); unavailable (the judge endpoint does not answer its
+    health check); failed (the backend could not start, or the in-process engine died): all but ready 503."""
+    readiness: Readiness = request.app.state.readiness
     if request.app.state.drain.draining:
         response.status_code = 503
-        return {"status": "draining"}
-    if not service.judge_ready:
+        return {"status": "draining", "backend": readiness.backend}
+    if not readiness.ready:
         response.status_code = 503
-        if service.load_error:
-            return {"status": "failed", "error": service.load_error}
-        return {"status": "loading"}
-    return {"status": "ready"}
+    body = {"status": readiness.state, "backend": readiness.backend}
+    if readiness.error is not None:
+        body["error"] = readiness.error
+    return body
 
 
 @router.get("/metrics", summary="Prometheus metrics", response_class=PlainTextResponse)

@@ -5,22 +5,24 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Request
-from pydantic import Field, model_validator
 
 from judge_service.api.auth import caller_of
 from judge_service.api.deps import ServiceDep
 from judge_service.api.headers import idempotency_key_header
 from judge_service.errors import InvalidGroupError, NotFoundError
-from judge_service.quality.agreement import AgreementReport, HumanLabels, agreement
+from judge_service.quality.agreement import AgreementReport, agreement
 from judge_service.quality.calibration import CalibrationReport, calibrate
-from judge_service.quality.regrade import RegradeRequest, RegradeResponse
 from judge_service.quality.sources import JudgementGetter, index_for_labels, run_groups
-from judge_service.schemas import ErrorResponse, StrictModel
+from judge_service.schemas import (
+    AgreementRequest,
+    CalibrationRequest,
+    ErrorResponse,
+    RegradeRequest,
+    RegradeResponse,
+)
 from judge_service.service import JudgeService
 
 _ERRORS: dict[int | str, dict[str, object]] = {code: {"model": ErrorResponse} for code in (404, 422, 503)}
-_RUN_ID = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$"
-Score = Annotated[float, Field(allow_inf_nan=False)] | None
 
 router = APIRouter(prefix="/v1", responses=_ERRORS)
 
@@ -32,34 +34,6 @@ RegradeIdempotencyKeyHeader = Annotated[
         "same group under the same key get a 409 `conflict` in its result slot."
     ),
 ]
-
-
-class RunSelection(StrictModel):
-    run_id: str | None = Field(default=None, pattern=_RUN_ID, description="Read the run's stored judgements.")
-    step: int | None = Field(default=None, ge=0, description="With run_id: only this step.")
-    fingerprint: str | None = Field(default=None, max_length=64, description="With run_id: only this grader.")
-
-
-class CalibrationRequest(RunSelection):
-    groups: list[list[Score]] | None = Field(
-        default=None, min_length=1, max_length=100_000, description="Inline: each group's answer scores."
-    )
-
-    @model_validator(mode="after")
-    def _one_source(self) -> CalibrationRequest:
-        if (self.groups is None) == (self.run_id is None):
-            raise ValueError("give exactly one of groups and run_id")
-        return self
-
-
-class AgreementRequest(RunSelection):
-    human: list[HumanLabels] = Field(min_length=1, max_length=10_000)
-    scores: dict[str, dict[str, Score]] | None = Field(
-        default=None,
-        description="Inline grader scores: judgement_id or group_key -> answer id -> score. Default: the "
-        "stored judgements (by judgement_id, or by group_key within run_id).",
-    )
-    scale: tuple[float, float] | None = Field(default=None, description="Human score scale; default 0-1.")
 
 
 @router.post("/quality/calibration", response_model=CalibrationReport, summary="Pass rates and a threshold")

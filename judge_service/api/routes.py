@@ -10,6 +10,7 @@ from judge_service.api.auth import caller_of
 from judge_service.api.deps import ServiceDep
 from judge_service.api.headers import idempotency_key_header
 from judge_service.schemas import (
+    RUN_ID_PATTERN,
     BatchJudgeRequest,
     BatchJudgeResponse,
     ErrorResponse,
@@ -26,7 +27,7 @@ _ERRORS: dict[int | str, dict[str, object]] = {
 router = APIRouter(prefix="/v1", responses=_ERRORS)
 
 JudgementId = Annotated[str, Path(pattern=r"^[0-9a-f]{32}$", description="judgement_id from a judge reply")]
-RunId = Annotated[str, Path(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$")]
+RunId = Annotated[str, Path(pattern=RUN_ID_PATTERN)]
 
 
 IdempotencyKeyHeader = Annotated[

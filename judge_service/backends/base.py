@@ -25,6 +25,16 @@ class Generation:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class BackendHealth:
+    """A health check's answer. `fatal`: the backend cannot recover in this process (the in-process
+    engine died), so the service exits for its supervisor to restart it."""
+
+    ok: bool
+    fatal: bool = False
+    error: str | None = None
+
+
 class JudgeBackend(Protocol):
     """A judge model endpoint. Implementations raise errors.JudgeBackendError on failure."""
 
@@ -36,11 +46,13 @@ class JudgeBackend(Protocol):
         """Prompt + completion token limit, when known."""
         ...
 
-    @property
-    def ready(self) -> bool: ...
-
     async def start(self) -> None:
         """Load or connect; after it returns, generate() works."""
+        ...
+
+    async def check_health(self) -> BackendHealth:
+        """Whether generate() can work now; asked periodically after start() (judge_service/readiness.py).
+        Cheap, bounded in time, never raises."""
         ...
 
     async def count_prompt_tokens(self, messages: list[dict[str, str]]) -> int | None:

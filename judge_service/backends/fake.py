@@ -14,7 +14,7 @@ import json
 from collections import deque
 from collections.abc import Iterable
 
-from judge_service.backends.base import Generation, GenerationRequest
+from judge_service.backends.base import BackendHealth, Generation, GenerationRequest
 
 
 class FakeBackend:
@@ -32,6 +32,7 @@ class FakeBackend:
         self._latency_s = latency_s
         self._ready = False
         self.requests: list[GenerationRequest] = []
+        self.health: BackendHealth | None = None  # set by tests: what health checks answer
 
     @property
     def model_name(self) -> str:
@@ -41,9 +42,10 @@ class FakeBackend:
     def max_context_tokens(self) -> int | None:
         return self._max_context
 
-    @property
-    def ready(self) -> bool:
-        return self._ready
+    async def check_health(self) -> BackendHealth:
+        if self.health is not None:
+            return self.health
+        return BackendHealth(ok=self._ready, error=None if self._ready else "not started")
 
     async def start(self) -> None:
         self._ready = True

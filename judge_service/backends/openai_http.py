@@ -22,7 +22,7 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
-from judge_service.backends.base import Generation, GenerationRequest
+from judge_service.backends.base import BackendHealth, Generation, GenerationRequest
 from judge_service.errors import JudgeBackendError, JudgeTimeoutError
 
 if TYPE_CHECKING:
@@ -32,6 +32,7 @@ logger = logging.getLogger(__name__)
 
 _ERROR_TEXT_MAX = 300
 _MODELS_LISTED_MAX = 20
+HEALTH_TIMEOUT_S = 5.0  # a health check answers within this or counts as unavailable
 
 
 class _Retryable(Exception):
@@ -180,7 +181,23 @@ class OpenAIHTTPBackend:
 
     @property
     def ready(self) -> bool:
+        """start() succeeded and close() was not called."""
         return self._ready
+
+    async def check_health(self) -> BackendHealth:
+        """One GET of /models, no retries, a short timeout: does the endpoint (or router) answer?"""
+        client = self._client
+        if client is None:
+            return BackendHealth(ok=False, error="the endpoint client is not started")
+        try:
+            response = await client.get("models", timeout=min(self._timeout_s, HEALTH_TIMEOUT_S))
+        except httpx.HTTPError as exc:
+            return BackendHealth(ok=False, error=f"{self._display_base}/models: {type(exc).__name__}: {exc}")
+        if response.status_code != 200:
+            return BackendHealth(
+                ok=False, error=f"{self._display_base}/models answered {response.status_code}"
+            )
+        return BackendHealth(ok=True)
 
     # --- lifecycle
 

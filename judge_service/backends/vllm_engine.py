@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from judge_service.backends.base import Generation, GenerationRequest
+from judge_service.backends.base import BackendHealth, Generation, GenerationRequest
 from judge_service.backends.engine_stats import stat_logger_factory
 from judge_service.errors import JudgeBackendError, NotReadyError
 from judge_service.metrics import JudgeMetrics
@@ -108,9 +108,18 @@ class VLLMEngineBackend:
     def max_context_tokens(self) -> int | None:
         return self._max_context
 
-    @property
-    def ready(self) -> bool:
-        return self._engine is not None and not self._engine.errored
+    async def check_health(self) -> BackendHealth:
+        # vLLM marks the engine dead when its EngineCore process exits (a monitor thread); it does not
+        # come back, as with vLLM's own server, which exits so that a supervisor restarts it.
+        if self._engine is None:
+            return BackendHealth(ok=False, error="the vLLM engine is not running")
+        try:
+            await self._engine.check_health()
+        except Exception as exc:  # EngineDeadError
+            return BackendHealth(
+                ok=False, fatal=True, error=f"the vLLM engine died: {type(exc).__name__}: {exc}"
+            )
+        return BackendHealth(ok=True)
 
     async def start(self) -> None:
         # Both steps block for tens of seconds; threads keep /healthz answering meanwhile.

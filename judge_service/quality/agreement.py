@@ -19,72 +19,13 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
-
-from judge_service.schemas import MAX_ANSWERS
+from judge_service.schemas import AgreementReport, GroupAgreement, HumanLabels
 
 _TOLERANCE = 1e-9  # grader scores are rounded to 6 places: closer than this is a tie
 
 Scores = Mapping[str, float | None]
-
-
-class HumanLabels(BaseModel):
-    """One labelled group: a line of the human-labels JSONL file."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    judgement_id: str | None = Field(default=None, max_length=64)
-    group_key: str | None = Field(default=None, max_length=256)
-    human: dict[str, float] = Field(
-        min_length=1, max_length=MAX_ANSWERS, description="answer id -> score, or rank (1 is best)"
-    )
-    kind: Literal["score", "rank"] = "score"
-    scale: tuple[float, float] | None = Field(
-        default=None, description="For scores: the human scale's lowest and highest value; default 0-1."
-    )
-
-    @model_validator(mode="after")
-    def _one_key(self) -> HumanLabels:
-        if (self.judgement_id is None) == (self.group_key is None):
-            raise ValueError("give exactly one of judgement_id and group_key")
-        if self.scale is not None and not self.scale[0] < self.scale[1]:
-            raise ValueError(f"scale must be (lowest, highest) with lowest < highest, got {self.scale}")
-        if not all(math.isfinite(v) for v in self.human.values()):
-            raise ValueError("human values must be finite numbers")
-        return self
-
-    @property
-    def key(self) -> str:
-        return self.judgement_id or self.group_key or ""
-
-
-class GroupAgreement(BaseModel):
-    key: str
-    kind: Literal["score", "rank"]
-    answers: int = Field(description="Answers compared: labelled by the human and scored by the grader.")
-    kendall_tau_b: float | None
-    spearman_rho: float | None
-    pairs: int = Field(description="Answer pairs with a strict human preference.")
-    pairwise_accuracy: float | None
-    mean_absolute_error: float | None
-    missing_answers: list[str] = Field(description="Labelled answers the grader did not score.")
-
-
-class AgreementReport(BaseModel):
-    groups: int = Field(description="Labelled groups.")
-    matched_groups: int
-    unmatched: list[str] = Field(description="Keys of labelled groups with no grader judgement.")
-    mean_kendall_tau_b: float | None
-    mean_spearman_rho: float | None
-    tau_groups: int = Field(description="Groups where tau-b is defined (the mean's count).")
-    rho_groups: int
-    pairs: int
-    pairwise_accuracy: float | None
-    mae_answers: int
-    mean_absolute_error: float | None
-    per_group: list[GroupAgreement]
 
 
 # --------------------------------------------------------------------------- statistics

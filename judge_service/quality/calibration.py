@@ -22,7 +22,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel
+from judge_service.schemas import CalibrationReport, Recommendation, ThresholdRate
 
 THRESHOLDS: tuple[float, ...] = tuple(round(0.50 + 0.05 * i, 2) for i in range(10))
 FAIL_BAND = (0.25, 0.50)
@@ -30,34 +30,6 @@ TARGET_FAIL_RATE = 0.375
 _TOLERANCE = 1e-9
 
 GroupScores = Sequence[float | None]
-
-
-class ThresholdRate(BaseModel):
-    threshold: float
-    passed: int
-    failed: int
-    pass_rate: float
-    fail_rate: float
-
-
-class Recommendation(BaseModel):
-    threshold: float | None
-    fail_rate: float | None
-    reason: str
-
-
-class CalibrationReport(BaseModel):
-    groups: int
-    scored_answers: int
-    unscored_answers: int
-    mean_score: float | None
-    thresholds: list[ThresholdRate]
-    recommendation: Recommendation
-    flat_groups: int
-    flat_group_share: float | None
-    too_few_scored_groups: int
-    too_few_scored_share: float | None
-    notes: list[str]
 
 
 def calibrate(groups: Iterable[GroupScores]) -> CalibrationReport:

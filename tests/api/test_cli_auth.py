@@ -20,9 +20,9 @@ from fastapi import FastAPI
 from judge_service.app import create_app
 from judge_service.backends.fake import FakeBackend
 from judge_service.cli import main
+from judge_service.client.errors import bearer_headers
 from judge_service.config import Settings
-from judge_service.quality.cli import API_KEY_ENV, COMMANDS, add_commands, run_command
-from judge_service.quality.client import bearer_headers
+from judge_service.tools.cli import API_KEY_ENV, COMMANDS, add_commands, run_command
 from tests.api.conftest import group
 
 KEY = "client-key-0123456789abcdef"

@@ -170,7 +170,7 @@ async def test_shutdown_waits_for_the_group_in_flight_and_refuses_new_ones(tmp_p
     assert refused.status_code == 503
     assert refused.json()["error"]["code"] == "shutting_down"
     assert refused.headers["Retry-After"] == "1"
-    assert (await client.get("/readyz")).json() == {"status": "draining"}
+    assert (await client.get("/readyz")).json() == {"status": "draining", "backend": "fake"}
     assert not shutdown.done()
 
     response = await in_flight

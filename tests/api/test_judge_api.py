@@ -176,7 +176,7 @@ def test_not_ready_is_503_and_readyz_says_loading(tmp_path: Path) -> None:
 
     with make_client(tmp_path, NeverReady()) as c:
         assert c.get("/healthz").status_code == 200
-        assert c.get("/readyz").json() == {"status": "loading"}
+        assert c.get("/readyz").json() == {"status": "loading", "backend": "fake"}
         response = c.post("/v1/judge", json=group(1))
         assert response.status_code == 503
         assert response.json()["error"]["code"] == "not_ready"

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from judge_service.backends.base import GenerationRequest
 from judge_service.backends.fake import FakeBackend
 from judge_service.errors import JudgeBackendError
-from judge_service.quality.orders import order_seed
+from judge_service.judging.llm.orders import order_seed
 from tests.api.conftest import group, make_client, wait_ready
 
 

@@ -109,7 +109,7 @@ def test_burst_over_capacity_gets_200_or_429_and_the_service_survives(service: S
 
     with httpx.Client(base_url=service.url, timeout=10) as client:
         assert client.get("/healthz").status_code == 200
-        assert client.get("/readyz").json() == {"status": "ready"}
+        assert client.get("/readyz").json() == {"status": "ready", "backend": "fake"}
         after = client.post("/v1/judge", json=group(2))
         assert after.status_code == 200, after.text
         text = client.get("/metrics").text

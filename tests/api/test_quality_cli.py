@@ -18,10 +18,11 @@ from judge_service.app import create_app
 from judge_service.backends.base import Generation, GenerationRequest
 from judge_service.backends.fake import FakeBackend
 from judge_service.cli import main
+from judge_service.client import AsyncJudgeClient, RetryPolicy
 from judge_service.config import Settings
 from judge_service.errors import JudgeBackendError
-from judge_service.quality.cli import agreement_command, calibrate_command
-from judge_service.quality.judge_file import judge_file
+from judge_service.tools.cli import agreement_command, calibrate_command
+from judge_service.tools.judge_file import judge_file
 from tests.api.conftest import group
 
 
@@ -71,15 +72,10 @@ def results(path: Path) -> list[dict[str, Any]]:
 
 
 async def run_file(app: FastAPI, source: Path, out: Path) -> Any:
-    return await judge_file(
-        source,
-        out,
-        server="http://judge",
-        concurrency=3,
-        retries=0,
-        progress=False,
-        transport=httpx.ASGITransport(app=app),
+    client = AsyncJudgeClient(
+        "http://judge", retry=RetryPolicy(retries=0), transport=httpx.ASGITransport(app=app)
     )
+    return await judge_file(source, out, client=client, concurrency=3, progress=False)
 
 
 async def test_judge_file_writes_results_and_resumes_only_what_is_missing(tmp_path: Path) -> None:

@@ -15,9 +15,10 @@ from fastapi import FastAPI
 from judge_service.backends.base import Generation, GenerationRequest
 from judge_service.backends.fake import FakeBackend
 from judge_service.cli import main
-from judge_service.quality.cli import add_commands
-from judge_service.quality.judge_file import judge_file
-from judge_service.quality.regrade_cli import regrade_command
+from judge_service.client import AsyncJudgeClient
+from judge_service.tools.cli import add_commands, client_for
+from judge_service.tools.judge_file import judge_file
+from judge_service.tools.regrade import regrade_command
 from tests.api.conftest import group
 from tests.api.test_quality_cli import FailsMarkedGroups, results, serving
 
@@ -38,6 +39,10 @@ class Recording(httpx.ASGITransport):
             if len(self.regrades) == self._fail_call:
                 return httpx.Response(503, json={"error": {"code": "not_ready", "message": "loading"}})
         return await super().handle_async_request(request)
+
+
+async def regrade(args: argparse.Namespace, transport: httpx.AsyncBaseTransport) -> int:
+    return await regrade_command(args, client_for(args, transport))
 
 
 def parse(*argv: str) -> argparse.Namespace:
@@ -72,7 +77,7 @@ async def test_regrade_a_run_pages_through_it_all_and_links_the_new_judgements(
         args = parse(
             "regrade", "--run-id", "r", "--limit", "2", "--criteria", str(criteria), "--out", str(out)
         )
-        assert await regrade_command(args, None, transport=transport) == 0
+        assert await regrade(args, transport) == 0
 
         # Page after page from the last cursor; the run gains the new judgements as it goes, so the
         # last pages hold only those, which the service skips.
@@ -119,7 +124,7 @@ async def test_failed_groups_are_reported_and_fail_the_command(
     async with serving(tmp_path, FailsMarkedGroups()) as app:
         transport = Recording(app)
         args = parse("regrade", "--ids-file", str(ids), "--limit", "2", "--grader", "judge")
-        assert await regrade_command(args, None, transport=transport) == 1
+        assert await regrade(args, transport) == 1
         assert [body["judgement_ids"] for body in transport.regrades] == [[good, bad], [missing]]
         out, err = capsys.readouterr()
         records = {r["regrade_of"]: r for r in (json.loads(line) for line in out.splitlines())}
@@ -139,7 +144,7 @@ async def test_rerun_with_the_printed_key_rescores_only_the_failed_groups(
         good, bad = await judge_groups(app, [group(2), failing])
     argv = ("regrade", "--ids", f"{good},{bad}", "--grader", "judge")
     async with serving(tmp_path, FailsMarkedGroups()) as app:
-        assert await regrade_command(parse(*argv), None, transport=Recording(app)) == 1
+        assert await regrade(parse(*argv), Recording(app)) == 1
     out, err = capsys.readouterr()
     first = {r["regrade_of"]: r for r in (json.loads(line) for line in out.splitlines())}
     assert "error" in first[bad] and "run the command again with --idempotency-key " in err
@@ -147,9 +152,7 @@ async def test_rerun_with_the_printed_key_rescores_only_the_failed_groups(
 
     backend = FakeBackend()
     async with serving(tmp_path, backend) as app:
-        assert (
-            await regrade_command(parse(*argv, "--idempotency-key", key), None, transport=Recording(app)) == 0
-        )
+        assert await regrade(parse(*argv, "--idempotency-key", key), Recording(app)) == 0
     again = {r["regrade_of"]: r for r in (json.loads(line) for line in capsys.readouterr().out.splitlines())}
     assert again[good]["judgement_id"] == first[good]["judgement_id"]  # replayed, not re-scored
     assert again[bad]["judgement_id"] and len(backend.requests) == 1  # only the failed one was judged
@@ -162,13 +165,13 @@ async def test_a_failed_page_stops_the_run_with_the_cursor_to_continue_from(
     async with serving(tmp_path, FakeBackend()) as app:
         olds = await judge_groups(app, [group(1, run_id="r", step=i) for i in range(3)])
         argv = ("regrade", "--run-id", "r", "--limit", "1", "--grader", "similarity", "--out", str(out))
-        assert await regrade_command(parse(*argv), None, transport=Recording(app, fail_call=2)) == 1
+        assert await regrade(parse(*argv), Recording(app, fail_call=2)) == 1
         assert [r["regrade_of"] for r in read_jsonl(out)] == olds[:1]
         err = capsys.readouterr().err
         assert "stopped by 503 not_ready: loading; continue with --cursor " in err
         cursor = err.rsplit("--cursor ", 1)[1].split()[0]
 
-        assert await regrade_command(parse(*argv, "--cursor", cursor), None, transport=Recording(app)) == 0
+        assert await regrade(parse(*argv, "--cursor", cursor), Recording(app)) == 0
     assert [r["regrade_of"] for r in read_jsonl(out)] == olds[1:]
 
 
@@ -217,9 +220,8 @@ async def test_judge_file_overlaps_groups_and_an_interrupted_run_resumes_complet
 
     async def run(app: FastAPI) -> Any:
         transport = httpx.ASGITransport(app=app)
-        return await judge_file(
-            source, out, server="http://judge", concurrency=4, progress=False, transport=transport
-        )
+        client = AsyncJudgeClient("http://judge", transport=transport)
+        return await judge_file(source, out, client=client, concurrency=4, progress=False)
 
     # A worker takes its next group only after writing its last result: when the 9th judge call
     # starts, at least 5 lines are written and other groups are in flight.

@@ -2,27 +2,26 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from judge_service.backends.fake import FakeBackend
-from judge_service.criteria import DEFAULT_CRITERIA
+from judge_service.config import PACKAGED_PROMPTS
 from judge_service.errors import PromptTooLongError
-from judge_service.graders.llm_judge import JudgeSettings, LLMJudge
+from judge_service.judging.llm.caller import JudgeCaller, JudgeSettings
+from judge_service.judging.llm.criteria import DEFAULT_CRITERIA
+from judge_service.judging.llm.parser import max_output_tokens
+from judge_service.judging.llm.prompt import PromptRenderer
 from judge_service.metrics import JudgeMetrics
-from judge_service.parser import max_output_tokens
-from judge_service.prompts import PromptRenderer
 from judge_service.schemas import Answer, ChatMessage
 
-PROMPTS = Path(__file__).resolve().parents[2] / "prompts"
+PROMPTS = PACKAGED_PROMPTS
 N, CRITERIA, CHARS = 4, len(DEFAULT_CRITERIA), 120
 USUAL = max_output_tokens(N, CRITERIA, CHARS)
 WORST = max_output_tokens(N, CRITERIA, CHARS, chars_per_token=1)
 
 
 async def prepared_max_tokens(context: int | None) -> int:
-    judge = LLMJudge(
+    judge = JudgeCaller(
         FakeBackend(max_context_tokens=context),
         PromptRenderer(PROMPTS, "judge_group"),
         JudgeMetrics(),

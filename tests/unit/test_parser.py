@@ -7,7 +7,7 @@ import json
 import jsonschema
 import pytest
 
-from judge_service.parser import output_schema, parse_judgement
+from judge_service.judging.llm.parser import output_schema, parse_judgement
 
 IDS = ["a1", "a2"]
 CRITERIA = ["correctness", "tone"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from judge_service.parser import OUTPUT_PROBLEMS, parse_judgement
+from judge_service.judging.llm.parser import OUTPUT_PROBLEMS, parse_judgement
 
 IDS = ["a1", "a2"]
 CRITERIA = ["correctness", "tone"]

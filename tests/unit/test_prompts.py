@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from judge_service.criteria import DEFAULT_CRITERIA
-from judge_service.prompts import PromptRenderer
+from judge_service.config import PACKAGED_PROMPTS
+from judge_service.judging.llm.criteria import DEFAULT_CRITERIA
+from judge_service.judging.llm.prompt import PromptRenderer
 from judge_service.schemas import Answer, ChatMessage
 
-PROMPTS = Path(__file__).resolve().parents[2] / "prompts"
+PROMPTS = PACKAGED_PROMPTS
 
 
 @pytest.fixture

@@ -3,28 +3,38 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from judge_service.admission import GroupAdmission
 from judge_service.backends.fake import FakeBackend
+from judge_service.config import PACKAGED_PROMPTS
 from judge_service.errors import InvalidGroupError
-from judge_service.graders.composite import plan_for
-from judge_service.graders.llm_judge import JudgeSettings, LLMJudge
+from judge_service.judging.fingerprint import grader_fingerprint
+from judge_service.judging.llm.caller import JudgeCaller, JudgeSettings
+from judge_service.judging.llm.judge import LLMJudge
+from judge_service.judging.llm.prompt import PromptRenderer
+from judge_service.judging.registry import GraderRegistry
 from judge_service.metrics import JudgeMetrics
-from judge_service.prompts import PromptRenderer
-from judge_service.quality.fingerprint import grader_fingerprint
-from judge_service.quality.regrade import RegradeRequest, regraded_request
-from judge_service.schemas import JudgeRequest, StoredJudgement, Timings, Usage
+from judge_service.readiness import Readiness
+from judge_service.regrade import regraded_request
+from judge_service.schemas import JudgeRequest, RegradeRequest, StoredJudgement, Timings, Usage
 
-PROMPTS = Path(__file__).resolve().parents[3] / "prompts"
+PROMPTS = PACKAGED_PROMPTS
 CRITERION = {"name": "correctness", "description": "right", "mark_1": "wrong", "mark_5": "right"}
 
 
 def judge(model: str = "fake-judge", **settings: Any) -> LLMJudge:
     renderer = PromptRenderer(PROMPTS, "judge_group")
-    return LLMJudge(FakeBackend(model_name=model), renderer, JudgeMetrics(), JudgeSettings(**settings))
+    metrics = JudgeMetrics()
+    caller = JudgeCaller(FakeBackend(model_name=model), renderer, metrics, JudgeSettings(**settings))
+    return LLMJudge(
+        caller,
+        admission=GroupAdmission(1, 1, metrics),
+        metrics=metrics,
+        readiness=Readiness(metrics, backend="fake"),
+    )
 
 
 def request(**extra: Any) -> JudgeRequest:
@@ -37,7 +47,15 @@ def request(**extra: Any) -> JudgeRequest:
 
 
 def fp(req: JudgeRequest, llm: LLMJudge | None = None) -> str:
-    return grader_fingerprint(plan_for(req), req, llm or judge())
+    return grader_fingerprint(GraderRegistry.with_rule_graders(llm or judge()).plan(req))
+
+
+def test_fingerprints_are_those_the_previous_build_stored() -> None:
+    """Pinned: tests/data/make_fixture_4b52f6d.py printed these at 4b52f6d (the fake judge, default
+    settings), so judgements stored before this build stay comparable with new ones."""
+    assert fp(request()) == "eeaf606fb56327bd"
+    assert fp(request(grader="judge+similarity", orders=2)) == "9c0e58fcca4ea948"
+    assert fp(request(grader="similarity")) == "d9816aa5a72b9d14"
 
 
 def test_fingerprint_is_short_stable_and_ignores_per_group_fields() -> None:

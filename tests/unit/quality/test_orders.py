@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from judge_service.parser import Mark, ParsedJudgement
-from judge_service.quality.orders import combine_orders, order_seed, order_sensitivity, shown_orders
+from judge_service.judging.llm.orders import combine_orders, order_seed, order_sensitivity, shown_orders
+from judge_service.judging.llm.parser import Mark, ParsedJudgement
 
 IDS = ["a", "b", "c", "d"]
 

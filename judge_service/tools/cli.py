@@ -23,17 +23,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from judge_service.quality.agreement import (
-    AgreementReport,
-    JudgementIndex,
-    agreement,
-    labels_from_jsonl,
-)
-from judge_service.quality.calibration import CalibrationReport, calibrate, groups_from_jsonl
-from judge_service.quality.client import ApiKeyRefused, JudgeClient, Transport
-from judge_service.quality.judge_file import judge_file
-from judge_service.quality.regrade_cli import regrade_command
-from judge_service.quality.sources import index_for_labels, run_groups
+import httpx
+
+from judge_service.client import ApiKeyRefused, AsyncJudgeClient, JudgeClientError, RetryPolicy
+from judge_service.quality.agreement import JudgementIndex, agreement, labels_from_jsonl
+from judge_service.quality.calibration import calibrate, groups_from_jsonl
+from judge_service.schemas import AgreementReport, AgreementRequest, CalibrationReport, CalibrationRequest
+from judge_service.tools.judge_file import judge_file
+from judge_service.tools.regrade import regrade_command
+
+Transport = httpx.AsyncBaseTransport | None  # tests inject an in-process server
 
 COMMANDS = ("calibrate", "agreement", "judge-file", "regrade")
 DEFAULT_SERVER = "http://127.0.0.1:8000"
@@ -131,15 +130,20 @@ async def run_command(args: argparse.Namespace, transport: Transport = None) -> 
         if args.command == "agreement":
             return _emit(await agreement_command(args, transport), args.json, format_agreement)
         if args.command == "regrade":
-            return await regrade_command(args, api_key(args), transport)
+            return await regrade_command(args, client_for(args, transport))
         return await judge_file_command(args, transport)
     except ApiKeyRefused as exc:
         fix = "pass a valid key with --api-key" if exc.key_sent else "pass one with --api-key"
         sys.stderr.write(f"judge-service {args.command}: {exc}; {fix} or set {API_KEY_ENV}\n")
         return 2
-    except (ValueError, OSError, RuntimeError) as exc:
+    except (ValueError, OSError, JudgeClientError) as exc:
         sys.stderr.write(f"judge-service {args.command}: {exc}\n")
         return 2
+
+
+def client_for(args: argparse.Namespace, transport: Transport = None) -> AsyncJudgeClient:
+    retry = RetryPolicy(retries=getattr(args, "retries", 4), timeout_s=getattr(args, "timeout", 600.0))
+    return AsyncJudgeClient(args.server, api_key=api_key(args), retry=retry, transport=transport)
 
 
 async def calibrate_command(args: argparse.Namespace, transport: Transport = None) -> CalibrationReport:
@@ -149,42 +153,34 @@ async def calibrate_command(args: argparse.Namespace, transport: Transport = Non
         if skipped:
             sys.stderr.write(f"skipped {skipped} line(s) without a judgement (errors or unreadable)\n")
         return calibrate(groups)
-    async with JudgeClient(args.server, api_key=api_key(args), transport=transport) as client:
-        return calibrate(await run_groups(client, args.run, step=args.step, fingerprint=args.fingerprint))
+    request = CalibrationRequest(run_id=args.run, step=args.step, fingerprint=args.fingerprint)
+    async with client_for(args, transport) as client:
+        return await client.calibration(request)
 
 
 async def agreement_command(args: argparse.Namespace, transport: Transport = None) -> AgreementReport:
     with args.human.open(encoding="utf-8") as lines:
         labels = labels_from_jsonl(lines)
-    scale = tuple(args.scale) if args.scale else (0.0, 1.0)
-    if args.input is not None:
-        index = JudgementIndex()
-        with args.input.open(encoding="utf-8") as lines:
-            index.add_jsonl(lines)
-    else:
-        async with JudgeClient(args.server, api_key=api_key(args), transport=transport) as client:
-            index = await index_for_labels(
-                labels,
-                get=client.get,
-                lister=client,
-                run_id=args.run,
-                step=args.step,
-                fingerprint=args.fingerprint,
-            )
-    return agreement(((label, index.find(label)) for label in labels), default_scale=(scale[0], scale[1]))
+    scale = (args.scale[0], args.scale[1]) if args.scale else None
+    if args.input is None:  # the service reads its stored judgements and reports
+        request = AgreementRequest(
+            human=labels, run_id=args.run, step=args.step, fingerprint=args.fingerprint, scale=scale
+        )
+        async with client_for(args, transport) as client:
+            return await client.agreement(request)
+    index = JudgementIndex()
+    with args.input.open(encoding="utf-8") as lines:
+        index.add_jsonl(lines)
+    return agreement(((label, index.find(label)) for label in labels), default_scale=scale or (0.0, 1.0))
 
 
 async def judge_file_command(args: argparse.Namespace, transport: Transport = None) -> int:
     summary = await judge_file(
         args.input,
         args.output,
-        server=args.server,
         concurrency=args.concurrency,
-        retries=args.retries,
-        timeout_s=args.timeout,
         progress=not args.no_progress,
-        api_key=api_key(args),
-        transport=transport,
+        client=client_for(args, transport),
     )
     errors = ", ".join(f"{code} {n}" for code, n in sorted(summary.errors.items()))
     sys.stderr.write(

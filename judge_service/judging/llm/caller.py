@@ -1,4 +1,6 @@
-"""The LLM judge: one call sees the whole group; invalid replies are retried, then reported, never zeroed.
+"""One judge call of a group in one answer order: render, fit the context, call, parse, retry.
+
+The reply must mark every answer; invalid replies are retried, then reported, never zeroed.
 
 Retry policy: the group is judged again while any answer's entry is invalid, up to `parse_retries`
 extra calls. The attempt with the most valid answers wins (the earliest on ties), and all marks come
@@ -14,9 +16,14 @@ from dataclasses import dataclass, field, replace
 
 from judge_service.backends.base import GenerationRequest, JudgeBackend
 from judge_service.errors import JudgeTimeoutError, PromptTooLongError
+from judge_service.judging.llm.parser import (
+    ParsedJudgement,
+    max_output_tokens,
+    output_schema,
+    parse_judgement,
+)
+from judge_service.judging.llm.prompt import PromptRenderer
 from judge_service.metrics import JudgeMetrics
-from judge_service.parser import ParsedJudgement, max_output_tokens, output_schema, parse_judgement
-from judge_service.prompts import PromptRenderer
 from judge_service.schemas import Answer, ChatMessage, Criterion, Usage
 
 
@@ -26,7 +33,7 @@ class JudgeSettings:
     reason_max_chars: int = 120
     parse_retries: int = 2
     deadline_s: float = 300.0
-    shuffle_answers: bool = True  # show answers in a seeded shuffled order (quality/orders.py)
+    shuffle_answers: bool = True  # show answers in a seeded shuffled order (orders.py)
 
 
 @dataclass
@@ -36,13 +43,13 @@ class JudgeOutcome:
     raw_outputs: list[str] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     judge_ms: float = 0.0
-    # Set when the group was judged under several answer orders (quality/orders.py): each order's
+    # Set when the group was judged under several answer orders (orders.py): each order's
     # winning parse, and answer id -> criterion -> mean 0-1 score over the orders.
     order_parses: list[ParsedJudgement] = field(default_factory=list)
     mean_scores: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
-class LLMJudge:
+class JudgeCaller:
     def __init__(
         self,
         backend: JudgeBackend,

@@ -71,8 +71,8 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import Literal, NamedTuple
 
-from judge_service.graders.base import Grade
-from judge_service.graders.text import shorten
+from judge_service.judging.base import Grade
+from judge_service.judging.rules.text import shorten
 from judge_service.schemas import RuleOptions
 
 FigureKind = Literal["number", "percent"]

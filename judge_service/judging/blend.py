@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from judge_service.graders.base import Grade
+from judge_service.judging.base import Grade
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 import pytest
 
-from judge_service.graders.base import Grade
-from judge_service.graders.blend import TermGrade, blend, effective_weights
+from judge_service.judging.base import Grade
+from judge_service.judging.blend import TermGrade, blend, effective_weights
 
 NO_FIGURES = Grade(None, "reference has no figures; numbers grader does not apply")
 

@@ -4,8 +4,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from judge_service.graders.similarity import SimilarityGrader, lcs_length
-from judge_service.graders.text import word_tokens
+from judge_service.judging.rules.similarity import SimilarityGrader, lcs_length
+from judge_service.judging.rules.text import word_tokens
 from judge_service.schemas import RuleOptions
 
 REFERENCE = "Open the report, click Share and pick the client."

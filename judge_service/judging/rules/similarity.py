@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import lru_cache
 
-from judge_service.graders.base import Grade
-from judge_service.graders.text import word_tokens
+from judge_service.judging.base import Grade
+from judge_service.judging.rules.text import word_tokens
 from judge_service.schemas import RuleOptions
 
 

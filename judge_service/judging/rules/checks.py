@@ -26,8 +26,8 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError, best_match
 from referencing.exceptions import Unresolvable
 
-from judge_service.graders.base import Grade
-from judge_service.graders.text import extract_json, normalize, shorten
+from judge_service.judging.base import Grade
+from judge_service.judging.rules.text import extract_json, normalize, shorten
 from judge_service.schemas import RuleOptions
 
 _LABEL_QUOTES = "\"'`“”‘’«»*"

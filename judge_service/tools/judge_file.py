@@ -23,10 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-import httpx
 from tqdm import tqdm
 
-from judge_service.quality.client import ApiKeyRefused, JudgeClient
+from judge_service.client import ApiKeyRefused, AsyncJudgeClient, JudgeClientError
 
 
 @dataclass
@@ -90,27 +89,15 @@ async def judge_file(
     in_path: Path,
     out_path: Path,
     *,
-    server: str,
+    client: AsyncJudgeClient,
     concurrency: int = 8,
-    retries: int = 4,
-    backoff_s: float = 1.0,
-    timeout_s: float = 600.0,
     progress: bool = True,
-    api_key: str | None = None,
-    transport: httpx.AsyncBaseTransport | None = None,
 ) -> JudgeFileSummary:
+    """Judge every group of IN not yet in OUT through `client` (closed when done)."""
     done = judged_already(out_path)
     total = sum(1 for _ in _pending(in_path, done))
     summary = JudgeFileSummary(skipped=sum(1 for _ in _nonblank(in_path)) - total)
     pending = _pending(in_path, done)  # shared by the workers: next() never awaits, so no race
-    client = JudgeClient(
-        server,
-        timeout_s=timeout_s,
-        retries=retries,
-        backoff_s=backoff_s,
-        api_key=api_key,
-        transport=transport,
-    )
     refused: list[ApiKeyRefused] = []  # a 401: every worker stops
     with (
         out_path.open("a", encoding="utf-8") as out,
@@ -148,7 +135,7 @@ def _nonblank(path: Path) -> Iterator[str]:
         yield from (line for line in source if line.strip())
 
 
-async def _judge_line(client: JudgeClient, line: str) -> dict[str, Any]:
+async def _judge_line(client: AsyncJudgeClient, line: str) -> dict[str, Any]:
     try:
         group = json.loads(line)
     except json.JSONDecodeError as exc:
@@ -156,8 +143,13 @@ async def _judge_line(client: JudgeClient, line: str) -> dict[str, Any]:
     if not isinstance(group, dict):
         message = "a line must be a JSON object (a judge request)"
         return {"error": {"code": "invalid_line", "message": message}}
-    reply = await client.judge(group)
-    return {"judgement": reply.body} if reply.ok else {"error": reply.error()}
+    try:
+        reply = await client.judge(group)
+    except ApiKeyRefused:
+        raise
+    except JudgeClientError as exc:
+        return {"error": {"code": exc.error.code, "message": exc.error.message}}
+    return {"judgement": reply.model_dump(mode="json")}
 
 
 def _end_cut_off_line(out_path: Path, out: IO[str]) -> None:

@@ -4,11 +4,11 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from judge_service.graders.base import Grade
-from judge_service.graders.blend import TermGrade, blend
-from judge_service.graders.numbers import extract_figures
-from judge_service.graders.registry import RULE_GRADERS, rule_grader
-from judge_service.graders.text import normalize
+from judge_service.judging.base import Grade
+from judge_service.judging.blend import TermGrade, blend
+from judge_service.judging.registry import RULE_GRADERS, rule_grader
+from judge_service.judging.rules.numbers import extract_figures
+from judge_service.judging.rules.text import normalize
 from judge_service.schemas import RuleOptions
 
 OPTIONS = RuleOptions()

@@ -22,27 +22,19 @@ from typing import IO, Any
 
 from tqdm import tqdm
 
-from judge_service.quality.client import JudgeClient, Transport
-from judge_service.quality.judge_file import write_line
-from judge_service.quality.regrade import RegradeItem, RegradeRequest, RegradeResponse
-from judge_service.schemas import MAX_BATCH_GROUPS, ErrorBody
+from judge_service.client import ApiKeyRefused, AsyncJudgeClient, JudgeClientError
+from judge_service.schemas import MAX_BATCH_GROUPS, ErrorBody, RegradeItem, RegradeRequest
+from judge_service.tools.judge_file import write_line
 
 _FAILURES_SHOWN = 20  # failures printed; all of them are in the output
 
 
-async def regrade_command(args: argparse.Namespace, api_key: str | None, transport: Transport = None) -> int:
+async def regrade_command(args: argparse.Namespace, client: AsyncJudgeClient) -> int:
     """Regrade what the arguments select; exit status 1 if any group failed or a run stopped early."""
     requests = regrade_requests(args)
     key = args.idempotency_key or uuid.uuid4().hex
     total = None if args.run_id else sum(len(r.judgement_ids or ()) for r in requests)
     tally = RegradeTally(key=key)
-    client = JudgeClient(
-        args.server,
-        timeout_s=args.timeout,
-        retries=args.retries,
-        api_key=api_key,
-        transport=transport,
-    )
     with (
         _lines_out(args.out) as out,
         tqdm(total=total, unit="group", desc="regrading", disable=args.no_progress or None) as bar,
@@ -121,35 +113,40 @@ def _criteria(path: Path | None) -> list[Any] | None:
 Emit = Callable[[list[RegradeItem]], Awaitable[None]]
 
 
-async def _regrade_run(client: JudgeClient, first: RegradeRequest, emit: Emit, key: str) -> str | None:
+async def _regrade_run(client: AsyncJudgeClient, first: RegradeRequest, emit: Emit, key: str) -> str | None:
     """Every page of the run, following next_cursor; why it stopped early, or None when it got through."""
     cursor = first.cursor
     while True:
-        body = first.model_copy(update={"cursor": cursor}).model_dump(exclude_none=True)
-        reply = await client.regrade(body, idempotency_key=key)
-        if not reply.ok:
-            error = reply.error()
+        try:
+            page = await client.regrade(first.model_copy(update={"cursor": cursor}), idempotency_key=key)
+        except ApiKeyRefused:
+            raise
+        except JudgeClientError as exc:
             resume = f"continue with --cursor {cursor}" if cursor else "run the command again"
             resume += f" --idempotency-key {key}"
-            return f"stopped by {reply.status} {error['code']}: {error['message']}; {resume}"
-        page = RegradeResponse.model_validate(reply.body)
+            return f"stopped by {exc.status} {exc.code}: {exc.error.message}; {resume}"
         await emit(page.results)
         if page.next_cursor is None:
             return None
         cursor = page.next_cursor
 
 
-async def _regrade_ids(client: JudgeClient, requests: list[RegradeRequest], emit: Emit, key: str) -> None:
+async def _regrade_ids(
+    client: AsyncJudgeClient, requests: list[RegradeRequest], emit: Emit, key: str
+) -> None:
     for request in requests:
-        reply = await client.regrade(request.model_dump(exclude_none=True), idempotency_key=key)
-        if reply.ok:
-            await emit(RegradeResponse.model_validate(reply.body).results)
-        else:  # the whole request failed: so did each of its groups
-            error = ErrorBody.model_validate(reply.error())
+        try:
+            page = await client.regrade(request, idempotency_key=key)
+        except ApiKeyRefused:
+            raise
+        except JudgeClientError as exc:  # the whole request failed: so did each of its groups
+            error = ErrorBody(code=exc.code, message=exc.error.message)
             await emit([RegradeItem(regrade_of=i, error=error) for i in request.judgement_ids or ()])
+            continue
+        await emit(page.results)
 
 
-async def _regrade_record(client: JudgeClient, item: RegradeItem) -> dict[str, Any]:
+async def _regrade_record(client: AsyncJudgeClient, item: RegradeItem) -> dict[str, Any]:
     """One output line: the new judgement with each answer's old and new score, or the group's error."""
     new = item.judgement
     if new is None:
@@ -168,11 +165,15 @@ async def _regrade_record(client: JudgeClient, item: RegradeItem) -> dict[str, A
     }
 
 
-async def _old_scores(client: JudgeClient, judgement_id: str) -> dict[str, float | None]:
+async def _old_scores(client: AsyncJudgeClient, judgement_id: str) -> dict[str, float | None]:
     """The old judgement's scores by answer id; none when it cannot be read (then nothing is compared)."""
-    reply = await client.request("GET", f"/v1/judgements/{judgement_id}")
-    answers = reply.body.get("answers") if reply.ok else None
-    return {a["id"]: a.get("score") for a in answers} if isinstance(answers, list) else {}
+    try:
+        old = await client.judgement(judgement_id)
+    except ApiKeyRefused:
+        raise
+    except JudgeClientError:
+        return {}
+    return {a.id: a.score for a in old.answers}
 
 
 def _abs_changes(answers: list[dict[str, Any]]) -> list[float]:

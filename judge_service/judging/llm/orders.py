@@ -27,10 +27,9 @@ import time
 from collections.abc import Mapping, Sequence
 
 from judge_service.backends.base import GenerationRequest
-from judge_service.graders.llm_judge import JudgeOutcome, LLMJudge
-from judge_service.parser import Mark, ParsedJudgement
-
-MAX_ORDERS = 4
+from judge_service.judging.llm.caller import JudgeCaller, JudgeOutcome
+from judge_service.judging.llm.parser import Mark, ParsedJudgement
+from judge_service.schemas import MAX_ORDERS
 
 
 def order_seed(judgement_id: str) -> int:
@@ -53,7 +52,7 @@ def shown_orders(answer_ids: Sequence[str], *, seed: int, count: int, shuffle: b
 
 
 async def judge_in_orders(
-    judge: LLMJudge, generations: Sequence[GenerationRequest], answer_ids: list[str], criteria: list[str]
+    judge: JudgeCaller, generations: Sequence[GenerationRequest], answer_ids: list[str], criteria: list[str]
 ) -> JudgeOutcome:
     """Judge each prepared order concurrently and combine (module docstring); one order: as it is.
 

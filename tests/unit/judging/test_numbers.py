@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from judge_service.graders.numbers import NumbersGrader, extract_figures, match_credit
+from judge_service.judging.rules.numbers import NumbersGrader, extract_figures, match_credit
 from judge_service.schemas import RuleOptions
 
 WACC_REFERENCE = "WACC ~ 9.91%; cost of equity 10.34%; after-tax debt 4.15%; EV ~ $1,705M."

@@ -1,6 +1,6 @@
 import pytest
 
-from judge_service.graders.checks import (
+from judge_service.judging.rules.checks import (
     ContainsGrader,
     ExactGrader,
     JsonFieldsGrader,

@@ -1,0 +1,122 @@
+"""AsyncJudgeClient: the client for asyncio code (the trainer adapters, the command-line tools)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+import httpx
+
+from judge_service.client import calls
+from judge_service.client.errors import bearer_headers
+from judge_service.client.retry import RetryPolicy
+from judge_service.schemas import (
+    AgreementReport,
+    AgreementRequest,
+    BatchItem,
+    CalibrationReport,
+    CalibrationRequest,
+    JudgementPage,
+    JudgeRequest,
+    JudgeResponse,
+    RegradeRequest,
+    RegradeResponse,
+    StoredJudgement,
+)
+
+T = TypeVar("T")
+PAGE_SIZE = 500  # the largest page the service serves
+
+
+class AsyncJudgeClient:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key: str | None = None,
+        retry: RetryPolicy | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,  # replaceable in tests
+    ) -> None:
+        headers = bearer_headers(api_key)
+        self._key_sent = bool(headers)
+        self._retry = retry or RetryPolicy()
+        self._http = httpx.AsyncClient(base_url=base_url.rstrip("/"), headers=headers, transport=transport)
+        self._sleep = sleep
+
+    async def __aenter__(self) -> AsyncJudgeClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def judge(
+        self, group: JudgeRequest | Mapping[str, Any], *, idempotency_key: str | None = None
+    ) -> JudgeResponse:
+        return await self._send(calls.judge(group, idempotency_key))
+
+    async def judge_batch(
+        self, groups: Sequence[JudgeRequest | Mapping[str, Any]], *, idempotency_key: str | None = None
+    ) -> list[BatchItem]:
+        """One result per group, in order: each holds a judgement or that group's error."""
+        return await self._send(calls.judge_batch(groups, idempotency_key))
+
+    async def judgement(self, judgement_id: str) -> StoredJudgement:
+        return await self._send(calls.judgement(judgement_id))
+
+    async def list_run(
+        self, run_id: str, *, step: int | None = None, limit: int = PAGE_SIZE, cursor: str | None = None
+    ) -> JudgementPage:
+        return await self._send(calls.run_page(run_id, step=step, limit=limit, cursor=cursor))
+
+    async def run_judgements(self, run_id: str, *, step: int | None = None) -> AsyncIterator[JudgeResponse]:
+        """Every judgement of the run (or of one step), oldest first, fetching page after page."""
+        cursor: str | None = None
+        while True:
+            page = await self.list_run(run_id, step=step, cursor=cursor)
+            for item in page.items:
+                yield item
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    async def regrade(
+        self, request: RegradeRequest | Mapping[str, Any], *, idempotency_key: str | None = None
+    ) -> RegradeResponse:
+        return await self._send(calls.regrade(request, idempotency_key))
+
+    async def calibration(self, request: CalibrationRequest | Mapping[str, Any]) -> CalibrationReport:
+        return await self._send(calls.calibration(request))
+
+    async def agreement(self, request: AgreementRequest | Mapping[str, Any]) -> AgreementReport:
+        return await self._send(calls.agreement(request))
+
+    async def _send(self, call: calls.Call[T]) -> T:
+        attempts = self._retry.attempts()
+        while True:
+            try:
+                response = await self._http.request(
+                    call.method,
+                    call.path,
+                    json=call.json,
+                    params=call.params,
+                    headers=call.headers,
+                    timeout=attempts.timeout(),
+                )
+            except httpx.TransportError as exc:
+                wait = attempts.wait_after(None)
+                if wait is None:
+                    raise (
+                        calls.past_deadline(self._retry.deadline_s)
+                        if attempts.out_of_time()
+                        else calls.unreachable(exc)
+                    ) from exc
+            else:
+                wait = attempts.wait_after(response)
+                if wait is None:
+                    return call.parse(response, key_sent=self._key_sent)
+            await self._sleep(wait)

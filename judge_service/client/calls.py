@@ -1,0 +1,151 @@
+"""Every API call the clients make, built once: the HTTP request, and how its reply becomes a model.
+
+Both clients (synchronous.py, asynchronous.py) only send a `Call` and hand the reply to `Call.parse`;
+what a call sends and returns lives here alone.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+import httpx
+from pydantic import BaseModel, ValidationError
+
+from judge_service.client.errors import ApiKeyRefused, JudgeClientError
+from judge_service.schemas import (
+    AgreementReport,
+    AgreementRequest,
+    BatchItem,
+    BatchJudgeResponse,
+    CalibrationReport,
+    CalibrationRequest,
+    ErrorBody,
+    JudgementPage,
+    JudgeRequest,
+    JudgeResponse,
+    RegradeRequest,
+    RegradeResponse,
+    StoredJudgement,
+)
+
+T = TypeVar("T")
+Body = BaseModel | Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Call(Generic[T]):
+    method: str
+    path: str
+    parse_ok: Callable[[Any], T]
+    json: Any = None
+    params: Mapping[str, Any] | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    def parse(self, response: httpx.Response, *, key_sent: bool) -> T:
+        """The reply as a model; JudgeClientError with the service's error body otherwise."""
+        if response.status_code == 401:
+            raise ApiKeyRefused(key_sent)
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        if response.status_code != 200:
+            raise JudgeClientError(response.status_code, _error_body(response, body))
+        try:
+            return self.parse_ok(body)
+        except ValidationError as exc:
+            message = f"the reply to {self.method} {self.path} is not what this client reads: {exc}"
+            raise JudgeClientError(
+                response.status_code, ErrorBody(code="invalid_reply", message=message)
+            ) from exc
+
+
+def _error_body(response: httpx.Response, body: Any) -> ErrorBody:
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, dict):
+        try:
+            return ErrorBody.model_validate(error)
+        except ValidationError:
+            pass
+    return ErrorBody(code="http_error", message=f"HTTP {response.status_code}: {response.text[:200]}")
+
+
+def unreachable(exc: Exception) -> JudgeClientError:
+    return JudgeClientError(0, ErrorBody(code="unreachable", message=f"{type(exc).__name__}: {exc}"))
+
+
+def past_deadline(deadline_s: float | None) -> JudgeClientError:
+    message = f"no reply within the call's deadline of {deadline_s:g} s"
+    return JudgeClientError(0, ErrorBody(code="deadline", message=message))
+
+
+def _payload(body: Body) -> Any:
+    """A model as JSON (fields that are null, all of them defaults, are not sent); a dict as it is."""
+    if isinstance(body, BaseModel):
+        return body.model_dump(mode="json", exclude_none=True)
+    return dict(body)
+
+
+def _keyed(idempotency_key: str | None) -> dict[str, str]:
+    # Always keyed: a retry after a lost reply must replay the stored judgement, not judge again.
+    return {"Idempotency-Key": idempotency_key or uuid.uuid4().hex}
+
+
+def _optional_key(idempotency_key: str | None) -> dict[str, str]:
+    return {"Idempotency-Key": idempotency_key} if idempotency_key else {}
+
+
+def judge(group: JudgeRequest | Mapping[str, Any], idempotency_key: str | None) -> Call[JudgeResponse]:
+    return Call(
+        "POST", "/v1/judge", JudgeResponse.model_validate, _payload(group), None, _keyed(idempotency_key)
+    )
+
+
+def judge_batch(
+    groups: Sequence[JudgeRequest | Mapping[str, Any]], idempotency_key: str | None
+) -> Call[list[BatchItem]]:
+    return Call(
+        "POST",
+        "/v1/judge/batch",
+        lambda body: BatchJudgeResponse.model_validate(body).results,
+        {"groups": [_payload(g) for g in groups]},
+        None,
+        _keyed(idempotency_key),
+    )
+
+
+def judgement(judgement_id: str) -> Call[StoredJudgement]:
+    return Call("GET", f"/v1/judgements/{judgement_id}", StoredJudgement.model_validate)
+
+
+def run_page(run_id: str, *, step: int | None, limit: int, cursor: str | None) -> Call[JudgementPage]:
+    params: dict[str, Any] = {"limit": limit}
+    if step is not None:
+        params["step"] = step
+    if cursor is not None:
+        params["cursor"] = cursor
+    return Call("GET", f"/v1/runs/{run_id}/judgements", JudgementPage.model_validate, None, params)
+
+
+def regrade(
+    request: RegradeRequest | Mapping[str, Any], idempotency_key: str | None
+) -> Call[RegradeResponse]:
+    return Call(
+        "POST",
+        "/v1/regrade",
+        RegradeResponse.model_validate,
+        _payload(request),
+        None,
+        _optional_key(idempotency_key),
+    )
+
+
+def calibration(request: CalibrationRequest | Mapping[str, Any]) -> Call[CalibrationReport]:
+    return Call("POST", "/v1/quality/calibration", CalibrationReport.model_validate, _payload(request))
+
+
+def agreement(request: AgreementRequest | Mapping[str, Any]) -> Call[AgreementReport]:
+    return Call("POST", "/v1/quality/agreement", AgreementReport.model_validate, _payload(request))

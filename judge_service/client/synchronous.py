@@ -1,0 +1,123 @@
+"""JudgeClient: the blocking client, for scripts and trainers that call rewards synchronously."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
+
+import httpx
+
+from judge_service.client import calls
+from judge_service.client.errors import bearer_headers
+from judge_service.client.retry import RetryPolicy
+from judge_service.schemas import (
+    AgreementReport,
+    AgreementRequest,
+    BatchItem,
+    CalibrationReport,
+    CalibrationRequest,
+    JudgementPage,
+    JudgeRequest,
+    JudgeResponse,
+    RegradeRequest,
+    RegradeResponse,
+    StoredJudgement,
+)
+
+T = TypeVar("T")
+PAGE_SIZE = 500  # the largest page the service serves
+
+
+class JudgeClient:
+    """The same calls as AsyncJudgeClient (asynchronous.py), blocking."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key: str | None = None,
+        retry: RetryPolicy | None = None,
+        transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], None] = time.sleep,  # replaceable in tests
+    ) -> None:
+        headers = bearer_headers(api_key)
+        self._key_sent = bool(headers)
+        self._retry = retry or RetryPolicy()
+        self._http = httpx.Client(base_url=base_url.rstrip("/"), headers=headers, transport=transport)
+        self._sleep = sleep
+
+    def __enter__(self) -> JudgeClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def judge(
+        self, group: JudgeRequest | Mapping[str, Any], *, idempotency_key: str | None = None
+    ) -> JudgeResponse:
+        return self._send(calls.judge(group, idempotency_key))
+
+    def judge_batch(
+        self, groups: Sequence[JudgeRequest | Mapping[str, Any]], *, idempotency_key: str | None = None
+    ) -> list[BatchItem]:
+        """One result per group, in order: each holds a judgement or that group's error."""
+        return self._send(calls.judge_batch(groups, idempotency_key))
+
+    def judgement(self, judgement_id: str) -> StoredJudgement:
+        return self._send(calls.judgement(judgement_id))
+
+    def list_run(
+        self, run_id: str, *, step: int | None = None, limit: int = PAGE_SIZE, cursor: str | None = None
+    ) -> JudgementPage:
+        return self._send(calls.run_page(run_id, step=step, limit=limit, cursor=cursor))
+
+    def run_judgements(self, run_id: str, *, step: int | None = None) -> Iterator[JudgeResponse]:
+        """Every judgement of the run (or of one step), oldest first, fetching page after page."""
+        cursor: str | None = None
+        while True:
+            page = self.list_run(run_id, step=step, cursor=cursor)
+            yield from page.items
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    def regrade(
+        self, request: RegradeRequest | Mapping[str, Any], *, idempotency_key: str | None = None
+    ) -> RegradeResponse:
+        return self._send(calls.regrade(request, idempotency_key))
+
+    def calibration(self, request: CalibrationRequest | Mapping[str, Any]) -> CalibrationReport:
+        return self._send(calls.calibration(request))
+
+    def agreement(self, request: AgreementRequest | Mapping[str, Any]) -> AgreementReport:
+        return self._send(calls.agreement(request))
+
+    def _send(self, call: calls.Call[T]) -> T:
+        attempts = self._retry.attempts()
+        while True:
+            try:
+                response = self._http.request(
+                    call.method,
+                    call.path,
+                    json=call.json,
+                    params=call.params,
+                    headers=call.headers,
+                    timeout=attempts.timeout(),
+                )
+            except httpx.TransportError as exc:
+                wait = attempts.wait_after(None)
+                if wait is None:
+                    raise (
+                        calls.past_deadline(self._retry.deadline_s)
+                        if attempts.out_of_time()
+                        else calls.unreachable(exc)
+                    ) from exc
+            else:
+                wait = attempts.wait_after(response)
+                if wait is None:
+                    return call.parse(response, key_sent=self._key_sent)
+            self._sleep(wait)

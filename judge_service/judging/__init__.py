@@ -1,0 +1,12 @@
+"""Grading a group: everything between the service and the judge backend.
+
+- base.py: the Grader interface (the whole group in, a grade per answer out) and its result types;
+- registry.py: grader names, the named blends, and a registry that resolves a request to graders;
+- plan.py: a request's grading plan: run every term's grader, blend per answer (blend.py);
+- fingerprint.py: the hash of everything that decides a judgement's scores;
+- rules/: the rule graders (similarity, numbers, exact, contains, json, label, json-fields);
+- llm/: the LLM judge, a grader like the others: prompt, answer orders, backend calls, parsing, retries.
+
+Imported by the service (and app.py, which builds the registry); imports schemas, errors, metrics, the
+backend protocol and admission, never the api, the store or the service.
+"""

@@ -1,0 +1,107 @@
+"""The one interface every grader implements, the LLM judge and the rule graders alike.
+
+A grader is given the whole group (the conversation, the reference, every answer) and its own typed
+options, read from the request by the grader itself, and returns a grade per answer. So a grader that
+ranks answers against each other, one that calls a model or one that does other I/O all fit the same
+slot as ROUGE-L. Graders that run a model (`runs_model`) are graded after the others, so that a request
+a cheap grader refuses (422) never waits for, or pays for, a model; they also report what they ran
+(`ModelRun`), which is stored with the judgement.
+
+Each grader states what decides its scores (`config`); the grader fingerprint hashes those
+(judging/fingerprint.py), so two judgements with equal fingerprints were scored the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
+
+from judge_service.schemas import Answer, ChatMessage, CriterionMark, JudgeRequest, Usage
+
+
+@dataclass(frozen=True)
+class Grade:
+    """One answer's grade from a per-answer check.
+
+    score is in [0, 1], or None when the grader does not apply (e.g. the numbers grader on a reference
+    without figures) or could not grade; `explanation` always says why, in a short sentence.
+    """
+
+    score: float | None
+    explanation: str
+
+
+@dataclass(frozen=True)
+class Group:
+    """What every grader sees: the group as the caller sent it, and the id its judgement will have."""
+
+    judgement_id: str
+    conversation: Sequence[ChatMessage]
+    reference: str
+    answers: Sequence[Answer]
+
+    @classmethod
+    def of(cls, request: JudgeRequest, judgement_id: str) -> Group:
+        return cls(judgement_id, request.conversation, request.reference, request.answers)
+
+
+@dataclass(frozen=True)
+class AnswerGrade:
+    """One answer's grade from one grader.
+
+    `applies=False`: the grader does not apply to this group (a blend drops the term and rescales the
+    others). `applies=True` with score None: the grader failed for this answer, which leaves the answer
+    unscored, never 0. `criteria` holds per-criterion marks for graders that mark criteria.
+    """
+
+    score: float | None
+    explanation: str
+    applies: bool = True
+    criteria: dict[str, CriterionMark] | None = None
+
+
+@dataclass
+class ModelRun:
+    """What a model grader ran for a group: stored with the judgement, counted in the metrics."""
+
+    model: str
+    prompt_version: str
+    usage: Usage = field(default_factory=Usage)
+    raw_outputs: list[str] = field(default_factory=list)
+    queue_ms: float = 0.0
+    judge_ms: float = 0.0
+    seed: int | None = None  # of the shuffled answer order; None when not shuffled
+    orders: list[list[str]] | None = None  # answer ids in the order shown, per order
+    order_sensitivity: float | None = None
+
+
+@dataclass
+class GroupGrades:
+    grades: dict[str, AnswerGrade]  # by answer id, one for every answer of the group
+    run: ModelRun | None = None
+
+
+OptionsT = TypeVar("OptionsT")
+
+
+class Grader(Protocol[OptionsT]):
+    """A grader (module docstring). Implementations raise errors.InvalidGroupError (422) for a group or
+    options they cannot grade at all, and other errors.JudgeServiceError subclasses for failures that
+    fail the whole group (the judge unavailable, its deadline)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def runs_model(self) -> bool: ...
+
+    def options(self, request: JudgeRequest) -> OptionsT:
+        """This grader's options, read from the request."""
+        ...
+
+    def config(self, options: OptionsT) -> Mapping[str, Any]:
+        """What decides this grader's scores under `options`, as JSON-able data (the fingerprint)."""
+        ...
+
+    async def grade(self, group: Group, options: OptionsT) -> GroupGrades: ...

@@ -1,0 +1,96 @@
+"""A request's grading plan: which graders, at which weights; running them; one AnswerResult per answer.
+
+A single grader is a blend of one term with weight 1, so one code path serves `grader="similarity"`,
+`grader="judge+numbers"` and custom `terms`, with the blend rules of blend.py (weights not normalized; a
+term that does not apply to the group is dropped and the rest scaled up; a term that failed for an
+answer makes it unscored). A lone model grader of weight 1 is the exception in shape only: each answer's
+result is that grader's own (its criteria marks and reasons), without a list of terms.
+
+Graders that do not run a model go first, so that a group one of them refuses (422) never waits for a
+model; model graders then run concurrently. A grader named twice in custom terms runs once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from judge_service.judging.base import AnswerGrade, Grade, Grader, Group, GroupGrades, ModelRun
+from judge_service.judging.blend import TermGrade, blend
+from judge_service.schemas import AnswerResult, TermScore
+
+
+@dataclass(frozen=True)
+class Term:
+    grader: Grader[Any]
+    weight: float
+    options: Any  # the grader's own options, read from the request
+
+
+@dataclass(frozen=True)
+class GradedGroup:
+    answers: list[AnswerResult]
+    run: ModelRun | None  # what the model grader ran, when the plan has one
+
+
+@dataclass(frozen=True)
+class GradingPlan:
+    grader: str  # what is reported and stored: the grader name, or "custom" for `terms`
+    terms: tuple[Term, ...]
+
+    def config(self) -> dict[str, Any]:
+        """The canonical description the grader fingerprint hashes (fingerprint.py)."""
+        config: dict[str, Any] = {
+            "grader": self.grader,
+            "terms": [[t.grader.name, t.weight] for t in self.terms],
+        }
+        for term in self._distinct():
+            config.update(term.grader.config(term.options))
+        return config
+
+    async def grade(self, group: Group) -> GradedGroup:
+        by_grader: dict[str, GroupGrades] = {}
+        for term in self._distinct():
+            if not term.grader.runs_model:
+                by_grader[term.grader.name] = await term.grader.grade(group, term.options)
+        models = [term for term in self._distinct() if term.grader.runs_model]
+        graded = await asyncio.gather(*(term.grader.grade(group, term.options) for term in models))
+        by_grader.update((term.grader.name, grades) for term, grades in zip(models, graded, strict=True))
+        run = next((grades.run for grades in graded if grades.run is not None), None)
+        answers = [self._answer(answer.id, by_grader) for answer in group.answers]
+        return GradedGroup(answers, run)
+
+    def _distinct(self) -> list[Term]:
+        return list({term.grader.name: term for term in reversed(self.terms)}.values())[::-1]
+
+    def _answer(self, answer_id: str, by_grader: Mapping[str, GroupGrades]) -> AnswerResult:
+        grades = [(term, by_grader[term.grader.name].grades[answer_id]) for term in self.terms]
+        if len(grades) == 1 and grades[0][0].weight == 1.0 and grades[0][0].grader.runs_model:
+            return _own_result(answer_id, grades[0][1])
+        terms = [
+            TermGrade(term.grader.name, term.weight, Grade(grade.score, grade.explanation), grade.applies)
+            for term, grade in grades
+        ]
+        score, explanation = blend(terms)
+        return AnswerResult(
+            id=answer_id,
+            status="unscored" if score is None else "scored",
+            score=None if score is None else round(score, 6),
+            criteria=next((grade.criteria for _, grade in grades if grade.criteria is not None), None),
+            terms=[
+                TermScore(
+                    grader=t.grader, weight=t.weight, score=t.grade.score, explanation=t.grade.explanation
+                )
+                for t in terms
+            ],
+            explanation=explanation,
+            error=explanation if score is None else None,
+        )
+
+
+def _own_result(answer_id: str, grade: AnswerGrade) -> AnswerResult:
+    if grade.score is None:
+        return AnswerResult(id=answer_id, status="unscored", score=None, error=grade.explanation)
+    return AnswerResult(id=answer_id, status="scored", score=grade.score, criteria=grade.criteria)

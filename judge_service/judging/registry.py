@@ -1,0 +1,137 @@
+"""Grader names: the rule graders, the named blends, and the registry that resolves a request to graders.
+
+Every grader is registered the same way, the LLM judge included (app.py registers it under "judge"
+beside the built-in rule graders). Blends are data: (grader name, weight) terms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+from typing import Any
+
+from judge_service.errors import InvalidGroupError
+from judge_service.judging.base import Grader
+from judge_service.judging.llm.judge import JUDGE
+from judge_service.judging.plan import GradingPlan, Term
+from judge_service.judging.rules.base import PerAnswerGrader, RuleGrader
+from judge_service.judging.rules.checks import (
+    ContainsGrader,
+    ExactGrader,
+    JsonFieldsGrader,
+    JsonGrader,
+    LabelGrader,
+)
+from judge_service.judging.rules.numbers import NumbersGrader
+from judge_service.judging.rules.similarity import SimilarityGrader
+from judge_service.schemas import JudgeRequest
+
+# The rule graders are stateless, so one shared instance of each is safe.
+RULE_GRADERS: Mapping[str, RuleGrader] = MappingProxyType(
+    {
+        grader.name: grader
+        for grader in (
+            SimilarityGrader(),
+            NumbersGrader(),
+            ExactGrader(),
+            ContainsGrader(),
+            JsonGrader(),
+            LabelGrader(),
+            JsonFieldsGrader(),
+        )
+    }
+)
+
+BLENDS: Mapping[str, tuple[tuple[str, float], ...]] = MappingProxyType(
+    {
+        "judge+similarity": ((JUDGE, 0.7), ("similarity", 0.3)),
+        "judge+numbers": ((JUDGE, 0.5), ("numbers", 0.5)),
+    }
+)
+
+
+def rule_grader(name: str) -> RuleGrader:
+    """The rule grader called `name`; ValueError for any other name."""
+    try:
+        return RULE_GRADERS[name]
+    except KeyError:
+        raise ValueError(f"unknown rule grader {name!r}; rule graders: {', '.join(RULE_GRADERS)}") from None
+
+
+class GraderRegistry:
+    """Graders by name, and the blends over them."""
+
+    def __init__(
+        self, graders: Iterable[Grader[Any]], blends: Mapping[str, tuple[tuple[str, float], ...]] = BLENDS
+    ) -> None:
+        self._graders: dict[str, Grader[Any]] = {}
+        for grader in graders:
+            if grader.name in self._graders:
+                raise ValueError(f"two graders are named {grader.name!r}")
+            self._graders[grader.name] = grader
+        # A blend over a grader this registry lacks (a registry without the judge) is not offered.
+        self._blends = {
+            name: terms for name, terms in blends.items() if all(n in self._graders for n, _ in terms)
+        }
+
+    @classmethod
+    def with_rule_graders(cls, *graders: Grader[Any]) -> GraderRegistry:
+        """`graders` (the LLM judge), then the built-in rule graders, with the built-in blends."""
+        return cls([*graders, *(PerAnswerGrader(rule) for rule in RULE_GRADERS.values())])
+
+    @property
+    def single_names(self) -> tuple[str, ...]:
+        return tuple(self._graders)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (*self._graders, *self._blends)
+
+    def grader(self, name: str) -> Grader[Any]:
+        return self._graders[name]
+
+    def blend_terms(self, name: str) -> list[tuple[str, float]] | None:
+        """The (grader, weight) terms of the named blend, or None when `name` is not a blend."""
+        terms = self._blends.get(name)
+        return list(terms) if terms is not None else None
+
+    def grader_terms(self, name: str) -> list[tuple[str, float]]:
+        """What a request's `grader` name runs: a blend's terms, or [(name, 1.0)] for a single grader.
+
+        ValueError names the valid choices when `name` is unknown.
+        """
+        terms = self.blend_terms(name)
+        if terms is not None:
+            return terms
+        if name in self._graders:
+            return [(name, 1.0)]
+        raise ValueError(f"unknown grader {name!r}; valid graders: {', '.join(self.names)}")
+
+    def check_term_names(self, names: list[str]) -> None:
+        """ValueError unless every name is a single grader (blend terms cannot nest blends)."""
+        unknown = [name for name in names if name not in self._graders]
+        if unknown:
+            raise ValueError(
+                f"unknown term grader(s) {', '.join(map(repr, unknown))}; "
+                f"terms may use: {', '.join(self._graders)}"
+            )
+
+    def plan(self, request: JudgeRequest) -> GradingPlan:
+        """The request's plan; InvalidGroupError (422) naming the valid graders for an unknown one."""
+        try:
+            if request.terms is not None:
+                self.check_term_names([t.grader for t in request.terms])
+                named = [(t.grader, t.weight) for t in request.terms]
+                name = "custom"
+            else:
+                named, name = self.grader_terms(request.grader), request.grader
+        except ValueError as exc:
+            raise InvalidGroupError(str(exc)) from exc
+        options: dict[str, Any] = {}  # one options object per grader, shared by its terms
+        terms = []
+        for grader_name, weight in named:
+            grader = self._graders[grader_name]
+            if grader_name not in options:
+                options[grader_name] = grader.options(request)
+            terms.append(Term(grader, weight, options[grader_name]))
+        return GradingPlan(name, tuple(terms))

@@ -1,0 +1,69 @@
+"""Rule graders check one answer against the reference; `PerAnswerGrader` adapts one to the Grader
+interface (judging/base.py), grading each answer of the group on its own.
+
+Adapter rules, the same for every rule grader:
+  * a check's score None means "does not apply" (it depends on the reference alone, so it is the same
+    for every answer of a group): the term is dropped from a blend, never scored 0;
+  * ValueError from a check is the caller's reference or options not fitting it: 422 for the group;
+  * RecursionError (JSON nested hundreds of levels deep) fails that answer alone: unscored.
+Large groups are checked in a worker thread, so the event loop keeps serving meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from judge_service.errors import InvalidGroupError
+from judge_service.judging.base import AnswerGrade, Grade, Group, GroupGrades
+from judge_service.schemas import JudgeRequest, RuleOptions
+
+# Above this many characters of answers (plus the reference once per answer) a group is checked in a
+# worker thread: a full group of 20,000-character answers can take a second or two of CPU (the
+# adversarial table of benchmarks/rule_graders.py), and the GIL switches every few milliseconds, so the
+# event loop keeps answering other requests meanwhile. Below it the thread hop would cost more.
+INLINE_CHARS = 50_000
+
+
+class RuleGrader(Protocol):
+    name: str
+
+    def grade(self, answer: str, reference: str, options: RuleOptions) -> Grade: ...
+
+
+class PerAnswerGrader:
+    """A RuleGrader as a Grader[RuleOptions] (module docstring)."""
+
+    runs_model = False
+
+    def __init__(self, rule: RuleGrader) -> None:
+        self._rule = rule
+
+    @property
+    def name(self) -> str:
+        return self._rule.name
+
+    def options(self, request: JudgeRequest) -> RuleOptions:
+        return request.options
+
+    def config(self, options: RuleOptions) -> Mapping[str, Any]:
+        return {"options": options.model_dump(mode="json")}
+
+    async def grade(self, group: Group, options: RuleOptions) -> GroupGrades:
+        size = sum(len(a.text) + len(group.reference) for a in group.answers)
+        if size <= INLINE_CHARS:
+            return self._grade_all(group, options)
+        return await asyncio.to_thread(self._grade_all, group, options)
+
+    def _grade_all(self, group: Group, options: RuleOptions) -> GroupGrades:
+        return GroupGrades({a.id: self._grade_one(a.text, group.reference, options) for a in group.answers})
+
+    def _grade_one(self, answer: str, reference: str, options: RuleOptions) -> AnswerGrade:
+        try:
+            grade = self._rule.grade(answer, reference, options)
+        except ValueError as exc:  # the caller's reference or options do not fit this grader
+            raise InvalidGroupError(f"grader '{self.name}': {exc}") from exc
+        except RecursionError:  # e.g. a schema check of JSON nested hundreds of levels deep
+            return AnswerGrade(None, f"the answer is nested too deeply for {self.name} to check")
+        return AnswerGrade(grade.score, grade.explanation, applies=grade.score is not None)
