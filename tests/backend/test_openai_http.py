@@ -480,3 +480,35 @@ def test_from_settings_prefers_served_model_name() -> None:
 def test_from_settings_without_model_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="JUDGE_SERVED_MODEL_NAME"):
         OpenAIHTTPBackend.from_settings(Settings(backend="openai"))
+
+
+# --- health checks (judge_service/readiness.py asks them periodically)
+
+
+async def test_health_is_one_models_call_without_retries() -> None:
+    backend, rec, reasons = await make_backend(sequence(completion_response()))
+    assert (await backend.check_health()).ok
+    rec.models = httpx.Response(503)
+    calls = len(rec.calls("/v1/models"))
+    health = await backend.check_health()
+    assert (health.ok, health.fatal) == (False, False) and "answered 503" in (health.error or "")
+    assert len(rec.calls("/v1/models")) == calls + 1 and reasons == []  # never retried
+    await backend.close()
+    assert (await backend.check_health()).error == "the endpoint client is not started"
+
+
+async def test_health_of_an_endpoint_that_refuses_connections() -> None:
+    started = False
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        if started:
+            raise httpx.ConnectError("connection refused")
+        return models_response(MODEL)
+
+    backend = OpenAIHTTPBackend(BASE, MODEL, transport=httpx.MockTransport(handle))
+    await backend.start()
+    started = True
+    health = await backend.check_health()
+    assert not health.ok and not health.fatal
+    assert health.error is not None and "ConnectError: connection refused" in health.error
+    await backend.close()

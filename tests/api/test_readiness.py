@@ -1,0 +1,83 @@
+"""Readiness follows the judge backend (judge_service/readiness.py): health checks after start, a backend
+that stops answering and comes back, and one that dies for good, which stops the server."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from fastapi.testclient import TestClient
+
+from judge_service.app import create_app
+from judge_service.backends.base import BackendHealth
+from judge_service.backends.fake import FakeBackend
+from judge_service.config import Settings
+from tests.api.conftest import group, wait_ready
+from tests.api.service_process import metric_value
+
+
+def until(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError("the condition never held")
+        time.sleep(0.01)
+
+
+def app_client(
+    tmp_path: Path, backend: FakeBackend, on_fatal: Callable[[], None] | None = None
+) -> TestClient:
+    settings = Settings(backend="fake", home_dir=tmp_path, health_interval_s=0.02, dead_engine_exit_s=0.3)
+    return TestClient(create_app(settings, backend=backend, on_fatal=on_fatal))
+
+
+def engine_ready(client: TestClient) -> float:
+    return metric_value(client.get("/metrics").text, "judge_engine_ready")
+
+
+def test_an_endpoint_that_stops_answering_is_unavailable_until_it_answers_again(tmp_path: Path) -> None:
+    backend = FakeBackend()
+    with app_client(tmp_path, backend) as client:
+        wait_ready(client)
+        assert engine_ready(client) == 1
+        backend.health = BackendHealth(ok=False, error="http://judge/v1/models: ConnectError: refused")
+        until(lambda: client.get("/readyz").status_code == 503)
+        assert client.get("/readyz").json() == {
+            "status": "unavailable",
+            "backend": "fake",
+            "error": "http://judge/v1/models: ConnectError: refused",
+        }
+        assert engine_ready(client) == 0
+        # Groups are still sent: the endpoint decides (here it answers).
+        assert client.post("/v1/judge", json=group(2)).status_code == 200
+        backend.health = None
+        until(lambda: client.get("/readyz").status_code == 200)
+        assert engine_ready(client) == 1
+
+
+def test_a_dead_engine_fails_readiness_refuses_groups_then_stops_the_server(tmp_path: Path) -> None:
+    backend = FakeBackend()
+    stopped = threading.Event()
+    with app_client(tmp_path, backend, on_fatal=stopped.set) as client:
+        wait_ready(client)
+        backend.health = BackendHealth(ok=False, fatal=True, error="the vLLM engine died: EngineDeadError")
+        until(lambda: client.get("/readyz").status_code == 503)
+        died_at = time.monotonic()
+        body = client.get("/readyz").json()
+        assert body == {
+            "status": "failed",
+            "backend": "fake",
+            "error": "the vLLM engine died: EngineDeadError",
+        }
+        assert engine_ready(client) == 0
+        refused = client.post("/v1/judge", json=group(2))
+        assert refused.status_code == 503 and "the vLLM engine died" in refused.json()["error"]["message"]
+        assert not stopped.is_set()  # probes and scrapes get dead_engine_exit_s to see it
+        assert stopped.wait(timeout=5)
+        assert time.monotonic() - died_at >= 0.2
+        # Final: a later healthy answer does not bring it back.
+        backend.health = None
+        time.sleep(0.1)
+        assert client.get("/readyz").json()["status"] == "failed"
