@@ -1,6 +1,6 @@
 """Command line: `judge-service serve` (or `python -m judge_service serve`), `judge-service prepare-model`,
 and the judge-quality tools `calibrate`, `agreement`, `judge-file` and `regrade`
-(judge_service/quality/cli.py)."""
+(judge_service/tools/cli.py)."""
 
 from __future__ import annotations
 

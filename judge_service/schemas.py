@@ -228,7 +228,7 @@ class JudgeResponse(ResponseModel):
     usage: Usage
     timings: Timings
     attempts: int = Field(description="Judge calls made for this group (1 + retries).")
-    # Position-bias control (quality/orders.py); null for judgements made before it, or without the judge.
+    # Position-bias control (judging/llm/orders.py); null for judgements made before it, or without the judge.
     order_seed: int | None = Field(default=None, description="Seed of the shuffled answer order.")
     answer_orders: list[list[str]] | None = Field(
         default=None, description="The answer ids in the order the judge saw them, one list per order."

@@ -1,1 +1,3 @@
-"""Judge quality: calibration of pass thresholds, agreement with human marks, answer-order controls."""
+"""Judge-quality reports, pure computations over stored scores: calibration of pass thresholds and
+agreement with human labels (sources.py reads a run for them). Imports schemas; imported by api/quality.py
+and tools/."""

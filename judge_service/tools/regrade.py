@@ -1,5 +1,5 @@
 """`judge-service regrade`: re-score stored judgements through POST /v1/regrade (argument parsing is in
-quality/cli.py).
+tools/cli.py).
 
 A run is followed page by page (next_cursor) to its end, ids are sent in chunks of --limit. Every request
 carries one Idempotency-Key per command, so a retried request re-scores no group twice, and a rerun with
