@@ -21,10 +21,6 @@ class GroupAdmission:
         self._waiting = 0
         self._metrics = metrics
 
-    @property
-    def waiting(self) -> int:
-        return self._waiting
-
     @asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:
         if self._slots.locked() and self._waiting >= self._max_queued:
