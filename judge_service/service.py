@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from judge_service.errors import JudgeServiceError, NotFoundError
 from judge_service.idempotency import GradeFn, IdempotencyGuard, ScopedKey
 from judge_service.judging.base import Group
-from judge_service.judging.fingerprint import grader_fingerprint
+from judge_service.judging.fingerprint import FingerprintCache
 from judge_service.judging.registry import GraderRegistry
 from judge_service.metrics import JudgeMetrics
 from judge_service.regrade import regraded_request
@@ -49,6 +49,7 @@ class JudgeService:
         self._store = store
         self._metrics = metrics
         self._idempotency = IdempotencyGuard(store, metrics)
+        self._fingerprints = FingerprintCache()
 
     async def grade(
         self, request: JudgeRequest, *, idempotency_key: str | None = None, caller: str | None = None
@@ -98,7 +99,7 @@ class JudgeService:
             order_seed=run.seed if run else None,
             answer_orders=run.orders if run else None,
             order_sensitivity=run.order_sensitivity if run else None,
-            grader_fingerprint=grader_fingerprint(plan),
+            grader_fingerprint=self._fingerprints.of(plan),
             regrade_of=regrade_of,
         )
         await self._store.save(stored, idempotency=idempotency)

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from judge_service.schemas import Answer, ChatMessage, CriterionMark, JudgeRequest, Usage
+from judge_service.schemas import Answer, ChatMessage, JudgeRequest, Usage
 
 
 @dataclass(frozen=True)
@@ -52,13 +52,15 @@ class AnswerGrade:
 
     `applies=False`: the grader does not apply to this group (a blend drops the term and rescales the
     others). `applies=True` with score None: the grader failed for this answer, which leaves the answer
-    unscored, never 0. `criteria` holds per-criterion marks for graders that mark criteria.
+    unscored, never 0. `criteria` holds per-criterion marks for graders that mark criteria, as plain
+    data in CriterionMark's shape ({"mark", "score", "reason"}): validated once with the answer's result,
+    which costs far less than a model object per criterion.
     """
 
     score: float | None
     explanation: str
     applies: bool = True
-    criteria: dict[str, CriterionMark] | None = None
+    criteria: dict[str, dict[str, Any]] | None = None
 
 
 @dataclass

@@ -28,7 +28,7 @@ from judge_service.judging.llm.orders import (
 )
 from judge_service.metrics import JudgeMetrics
 from judge_service.readiness import Readiness
-from judge_service.schemas import Criterion, CriterionMark, JudgeRequest
+from judge_service.schemas import Criterion, JudgeRequest
 
 JUDGE = "judge"
 
@@ -139,12 +139,8 @@ def _answer_grade(answer_id: str, outcome: JudgeOutcome, criteria: list[Criterio
         reason = outcome.parsed.failures.get(answer_id, "the judge gave no marks for this answer")
         return AnswerGrade(None, reason)
     scores = {c.name: criterion_score(outcome, answer_id, c.name) for c in criteria}
-    # Built without validation: marks are checked by the parser (1-5), scores are (mark - 1) / 4 or
-    # their mean over orders, so a model object per criterion would only cost time.
     per_criterion = {
-        c.name: CriterionMark.model_construct(
-            mark=marks[c.name].mark, score=scores[c.name], reason=marks[c.name].reason
-        )
+        c.name: {"mark": marks[c.name].mark, "score": scores[c.name], "reason": marks[c.name].reason}
         for c in criteria
     }
     overall = sum(scores[c.name] * c.weight for c in criteria) / sum(c.weight for c in criteria)
