@@ -1,7 +1,8 @@
 """A scripted judge: for tests of the layers above the backend and for capacity benchmarks. No model.
 
 Without a script it answers every request with valid marks for exactly the ids and criteria in the
-request's JSON schema, derived from a hash of (answer id, criterion) so results are repeatable. With a
+request's JSON schema, derived from a hash of (answer id, criterion) so results are repeatable, except
+for groups that ask for an unscored answer (LEAVE_ONE_UNSCORED). With a
 script it returns the scripted texts (or raises the scripted exceptions) in order.
 """
 
@@ -15,6 +16,11 @@ from collections import deque
 from collections.abc import Iterable
 
 from judge_service.backends.base import BackendHealth, Generation, GenerationRequest
+
+
+# A group whose conversation holds this text gets no marks for the answer shown first, on every attempt,
+# so that answer ends unscored: how tests in other processes (trainers) reach the unscored path.
+LEAVE_ONE_UNSCORED = "[fake judge: leave one answer unscored]"
 
 
 class FakeBackend:
@@ -77,6 +83,10 @@ class FakeBackend:
     def unscripted_reply(self, request: GenerationRequest) -> str:
         if type(self).marks_for is not FakeBackend.marks_for:
             return json.dumps(self.marks_for(request))
+        if any(LEAVE_ONE_UNSCORED in m["content"] for m in request.messages):
+            marks = _marks(_criteria_by_id(request))
+            marks.pop(next(iter(marks)))  # the answer shown first
+            return json.dumps(marks)
         # Cached, and sorted so that every shown order of a group hits the same entry (the parser
         # maps marks by id): a capacity benchmark then measures the service, not the fake.
         return _reply_for(tuple(sorted(_criteria_by_id(request))))

@@ -1,0 +1,274 @@
+"""What every trainer adapter does with a batch: turn prompts and completions into judge groups, and the
+judge's replies back into one result per completion, in the trainer's order.
+
+Groups: consecutive completions of one prompt. With `num_generations` the batch is cut every that many
+completions and each cut must hold one prompt, else the group arrived split (several processes each got
+part of it) and the batch is refused with how to fix it; without it, runs of equal prompts are groups.
+Texts: a completion given as chat messages is the content of its messages; C0 control characters are
+removed (the service refuses them; a policy under training can emit them). A group the service would
+refuse (a text over its size limit, say) is not sent: its completions are unscored with the reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from judge_service.client import AsyncJudgeClient, RetryPolicy
+from judge_service.schemas import AnswerResult, BatchItem, Criterion, JudgeRequest, JudgeResponse
+
+log = logging.getLogger("judge_service.adapters")
+
+CHUNK_GROUPS = 32  # groups per POST /v1/judge/batch; chunks are sent concurrently
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+_ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "user"}
+
+
+class SplitGroupError(ValueError):
+    """A group arrived split across reward calls (multi-process training): judging part of a group would
+    rank its answers against the wrong siblings."""
+
+
+def clean(text: str) -> str:
+    return _CONTROL.sub("", text)
+
+
+def content_text(content: Any) -> str:
+    """A message's content as text: a string, or the text parts of a list of content parts."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return clean(content)
+    if isinstance(content, Sequence):
+        parts = [p.get("text", "") if isinstance(p, Mapping) else str(p) for p in content]
+        return clean("\n".join(part for part in parts if part))
+    return clean(str(content))
+
+
+def as_conversation(prompt: str | Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
+    """A prompt as chat messages: text becomes one user message; messages keep their order, with
+    developer as system and tool results as user turns (the judge sees what the policy saw)."""
+    if isinstance(prompt, str):
+        return [{"role": "user", "content": clean(prompt)}]
+    messages = []
+    for message in prompt:
+        role = str(message.get("role", "user"))
+        text = content_text(message.get("content"))
+        if role == "tool":
+            text = f"[tool result] {text}"
+        messages.append({"role": _ROLES.get(role, "user"), "content": text})
+    return messages or [{"role": "user", "content": ""}]
+
+
+def completion_text(completion: str | Sequence[Mapping[str, Any]]) -> str:
+    """A completion's text: as given, or the contents of its messages joined by blank lines."""
+    if isinstance(completion, str):
+        return clean(completion)
+    return "\n\n".join(content_text(m.get("content")) for m in completion if m.get("content"))
+
+
+def group_spans(prompts: Sequence[Any], num_generations: int | None) -> list[range]:
+    """Where each group of the batch starts and ends (module docstring); SplitGroupError when cut."""
+    if num_generations is None:
+        spans, start = [], 0
+        for i in range(1, len(prompts) + 1):
+            if i == len(prompts) or prompts[i] != prompts[start]:
+                spans.append(range(start, i))
+                start = i
+        return spans
+    if num_generations < 1:
+        raise ValueError(f"num_generations must be at least 1, got {num_generations}")
+    if len(prompts) % num_generations:
+        raise SplitGroupError(_split_message(len(prompts), num_generations))
+    spans = [range(i, i + num_generations) for i in range(0, len(prompts), num_generations)]
+    for span in spans:
+        if any(prompts[i] != prompts[span.start] for i in span):
+            raise SplitGroupError(_split_message(len(prompts), num_generations))
+    return spans
+
+
+def _split_message(count: int, n: int) -> str:
+    return (
+        f"the reward function got {count} completions that do not form whole groups of num_generations={n}: "
+        "a group arrived split across processes, and judging part of a group ranks its answers against the "
+        "wrong siblings. Make each process's generation batch a multiple of num_generations (in TRL: "
+        "per_device_train_batch_size x steps_per_generation divisible by num_generations), or train on one "
+        "process"
+    )
+
+
+@dataclass(frozen=True)
+class GroupOptions:
+    """What the trainer's user chose, the same for every group."""
+
+    grader: str | None = None
+    criteria: Sequence[Criterion | Mapping[str, Any]] | None = None
+    run_id: str | None = None
+
+
+@dataclass
+class PreparedBatch:
+    """A reward call's groups: those to send (by group index) and those refused before sending."""
+
+    spans: list[range]
+    requests: dict[int, JudgeRequest]
+    refused: dict[int, str]  # group index -> why it was not sent
+    key_prefix: str | None
+
+    def chunks(self) -> Iterator[tuple[str | None, list[int]]]:
+        """(Idempotency-Key, group indexes) per POST /v1/judge/batch."""
+        indexes = sorted(self.requests)
+        for c in range(0, len(indexes), CHUNK_GROUPS):
+            part = indexes[c : c + CHUNK_GROUPS]
+            yield (f"{self.key_prefix}:{c // CHUNK_GROUPS}" if self.key_prefix else None), part
+
+
+def prepare(
+    prompts: Sequence[Any],
+    completions: Sequence[Any],
+    references: Sequence[Any] | None,
+    *,
+    num_generations: int | None,
+    options: GroupOptions,
+    step: int | None,
+    scope: str = "",
+) -> PreparedBatch:
+    """Groups of the batch as judge requests (module docstring). `scope` tells reward calls of one step
+    apart (the process rank). The idempotency key hashes the content, so the same batch sent again
+    (a retried step) replays its stored judgements, and a regenerated one is judged afresh."""
+    if len(prompts) != len(completions):
+        raise ValueError(f"got {len(prompts)} prompts for {len(completions)} completions")
+    spans = group_spans(prompts, num_generations)
+    requests: dict[int, JudgeRequest] = {}
+    refused: dict[int, str] = {}
+    digest = hashlib.sha256()
+    for g, span in enumerate(spans):
+        body = {
+            "conversation": as_conversation(prompts[span.start]),
+            "reference": clean(str(references[span.start])) if references is not None else "",
+            "answers": [{"id": f"c{i}", "text": completion_text(completions[i])} for i in span],
+            "run_id": options.run_id,
+            "step": step,
+            "group_key": f"{scope}g{g}" if scope else f"g{g}",
+        }
+        if options.grader is not None:
+            body["grader"] = options.grader
+        if options.criteria is not None:
+            body["criteria"] = [
+                c.model_dump() if isinstance(c, Criterion) else dict(c) for c in options.criteria
+            ]
+        digest.update(json.dumps(body, sort_keys=True).encode())
+        try:
+            requests[g] = JudgeRequest.model_validate(body)
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:3])
+            refused[g] = f"not sent to the judge: {problems}"
+    key = f"{options.run_id}:{step}:{scope}:{digest.hexdigest()[:16]}" if options.run_id is not None else None
+    return PreparedBatch(spans, requests, refused, key)
+
+
+@dataclass
+class BatchResults:
+    """One entry per completion, in the trainer's order."""
+
+    answers: list[AnswerResult | None]  # None: the completion's group was not judged
+    reasons: list[str]
+    judgements: dict[int, JudgeResponse] = field(default_factory=dict)  # group index -> judgement
+
+    @property
+    def scores(self) -> list[float | None]:
+        return [a.score if a is not None else None for a in self.answers]
+
+    @property
+    def unscored_share(self) -> float:
+        return sum(1 for s in self.scores if s is None) / len(self.answers) if self.answers else 0.0
+
+    def criterion_scores(self, criterion: str) -> list[float | None]:
+        scores: list[float | None] = []
+        for answer in self.answers:
+            mark = answer.criteria.get(criterion) if answer is not None and answer.criteria else None
+            scores.append(mark.score if mark is not None else None)
+        return scores
+
+
+def collect(batch: PreparedBatch, replies: Mapping[int, BatchItem]) -> BatchResults:
+    """Map each group's reply back to its completions; failed and refused groups leave theirs unscored,
+    with the reason logged once per group."""
+    size = batch.spans[-1].stop if batch.spans else 0
+    answers: list[AnswerResult | None] = [None] * size
+    reasons = [""] * size
+    judgements: dict[int, JudgeResponse] = {}
+    for g, span in enumerate(batch.spans):
+        item = replies.get(g)
+        if item is not None and item.judgement is not None:
+            judgements[g] = item.judgement
+            by_id = {a.id: a for a in item.judgement.answers}
+            for i in span:
+                answers[i] = by_id.get(f"c{i}")
+                reasons[i] = reason_of(answers[i])
+            continue
+        why = batch.refused.get(g)
+        if why is None:
+            error = item.error if item is not None else None
+            why = f"the judge failed the group: {error.code}: {error.message}" if error else "no reply"
+        log.warning("group %d (%d completions) is unscored: %s", g, len(span), why)
+        for i in span:
+            reasons[i] = f"unscored: {why}"
+    return BatchResults(answers, reasons, judgements)
+
+
+def reason_of(answer: AnswerResult | None, max_chars: int = 400) -> str:
+    """A short line for a completion table: each criterion's mark and reason, or why it is unscored."""
+    if answer is None:
+        return "unscored: the judge returned no result for this completion"
+    if answer.status == "unscored":
+        return f"unscored: {answer.error}"
+    if answer.criteria:
+        text = "; ".join(f"{name} {m.mark}: {m.reason}" for name, m in answer.criteria.items())
+    else:
+        text = answer.explanation or ""
+    return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
+
+
+async def judge_async(client: AsyncJudgeClient, batch: PreparedBatch) -> BatchResults:
+    chunks = list(batch.chunks())
+    replies = await asyncio.gather(
+        *(client.judge_batch([batch.requests[g] for g in part], idempotency_key=key) for key, part in chunks)
+    )
+    return collect(batch, _by_group(chunks, replies))
+
+
+def _by_group(
+    chunks: list[tuple[str | None, list[int]]], replies: Sequence[list[BatchItem]]
+) -> dict[int, BatchItem]:
+    return {
+        g: item
+        for (_, part), items in zip(chunks, replies, strict=True)
+        for g, item in zip(part, items, strict=True)
+    }
+
+
+class LoopClients:
+    """One AsyncJudgeClient per event loop: an httpx client's connections belong to the loop that made
+    them, and trainers call reward functions from a loop of their own."""
+
+    def __init__(self, url: str, *, api_key: str | None, retry: RetryPolicy) -> None:
+        self._url, self._api_key, self._retry = url, api_key, retry
+        self._clients: dict[int, tuple[asyncio.AbstractEventLoop, AsyncJudgeClient]] = {}
+
+    def get(self) -> AsyncJudgeClient:
+        loop = asyncio.get_running_loop()
+        found = self._clients.get(id(loop))
+        if found is None or found[0] is not loop:
+            self._clients = {k: v for k, v in self._clients.items() if not v[0].is_closed()}
+            found = (loop, AsyncJudgeClient(self._url, api_key=self._api_key, retry=self._retry))
+            self._clients[id(loop)] = found
+        return found[1]
