@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Virtual environments for trainer packages that cannot share the service's (tests/adapters use them).
+# Usage: scripts/trainer_envs.sh art     -> .venv-art (Python 3.12, openpipe-art without GPU extras)
+# Idempotent: an environment is rebuilt only when this script (which pins its packages) has changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+name=${1:?usage: trainer_envs.sh art}
+
+python_for() {  # a Python of the given minor version that runs: on PATH, else under pyenv
+  local found
+  found=$(command -v "python$1" 2>/dev/null || true)
+  if [ -z "$found" ] || ! "$found" -V >/dev/null 2>&1; then  # a pyenv shim may not run
+    found=$(ls -d "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$1".*/bin/python 2>/dev/null | sort -V | tail -n 1 || true)
+  fi
+  if [ -z "$found" ] || ! "$found" -V >/dev/null 2>&1; then
+    echo "trainer_envs.sh: Python $1 is needed for $name (neither python$1 on PATH nor pyenv $1.x found)" >&2
+    exit 1
+  fi
+  echo "$found"
+}
+
+case "$name" in
+  art)
+    python=$(python_for 3.12)
+    packages=("openpipe-art==0.5.23")
+    ;;
+  *)
+    echo "trainer_envs.sh: unknown environment $name" >&2
+    exit 2
+    ;;
+esac
+
+venv=".venv-$name"
+stamp="$venv/.built-from"
+want="$(sha256sum "$0" | cut -c1-16) $("$python" -V 2>&1)"
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+  exit 0
+fi
+rm -rf "$venv"
+"$python" -m venv "$venv"
+"$venv/bin/python" -m pip install -q --disable-pip-version-check "${packages[@]}" 2> >(grep -v "WARNING: Location" >&2)
+echo "$want" > "$stamp"
+echo "built $venv"

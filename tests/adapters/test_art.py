@@ -1,0 +1,53 @@
+"""OpenPipe ART (openpipe-art 0.5.23, Python 3.12): judge_score_group on real TrajectoryGroups against
+the service, in the environment scripts/trainer_envs.sh builds (once; reused while the script is
+unchanged)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+
+import httpx
+
+from tests.api.service_process import REPO, ServiceProcess
+
+
+def art_python() -> str:
+    subprocess.run(["bash", str(REPO / "scripts" / "trainer_envs.sh"), "art"], check=True, timeout=900)
+    return str(REPO / ".venv-art" / "bin" / "python")
+
+
+def test_judge_score_group_on_real_trajectory_groups(service: ServiceProcess) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    with socket.socket() as refusing:  # bound and never listening: connections to it are refused
+        refusing.bind(("127.0.0.1", 0))
+        port = str(refusing.getsockname()[1])
+        done = subprocess.run(
+            [art_python(), str(REPO / "tests" / "adapters" / "art_check.py"), service.url, port],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    assert done.returncode == 0, done.stderr[-4000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+
+    rewards = seen["rewards"]
+    assert len(rewards) == 4 and all(0 <= r <= 1 for r in rewards)
+    for reward, metrics in zip(rewards, seen["metrics"], strict=True):
+        assert metrics["independent_reward"] == 0.25 and metrics["judge_score"] == reward
+        assert {"judge_correctness", "judge_helpfulness", "judge_tone", "judge_format"} <= set(metrics)
+    assert all(any(line.startswith("judge (") for line in logs) for logs in seen["logs"])
+    # The group passed in is untouched; what it carried comes along.
+    assert seen["original_rewards"] == [0.25] * 4 and seen["original_metric_keys"] == [[]] * 4
+    assert seen["metadata"] == {"reference": "Click Share and pick the client."}
+
+    assert seen["kept_after_unscored"] == 3  # the unscored trajectory is dropped, not rewarded 0
+    assert any("dropped unscored trajectory" in line for line in seen["group_logs"])
+    assert seen["swallowed"] is None and seen["raised"] == "unreachable"
+    assert seen["gathered"] == [4, 4]
+
+    stored = httpx.get(f"{service.url}/v1/runs/art-run/judgements").json()["items"]
+    assert [(j["step"], len(j["answers"])) for j in stored] == [(3, 4)]
