@@ -51,3 +51,17 @@ def test_judge_score_group_on_real_trajectory_groups(service: ServiceProcess) ->
 
     stored = httpx.get(f"{service.url}/v1/runs/art-run/judgements").json()["items"]
     assert [(j["step"], len(j["answers"])) for j in stored] == [(3, 4)]
+
+
+def test_the_art_example_runs(service: ServiceProcess) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [art_python(), str(REPO / "examples" / "art_judge.py"), "--judge", service.url],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    lines = [line for line in done.stdout.splitlines() if line.startswith("reward ")]
+    assert len(lines) == 4 and all("judge (" in line for line in lines)
