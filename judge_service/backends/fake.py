@@ -17,7 +17,6 @@ from collections.abc import Iterable
 
 from judge_service.backends.base import BackendHealth, Generation, GenerationRequest
 
-
 # A group whose conversation holds this text gets no marks for the answer shown first, on every attempt,
 # so that answer ends unscored: how tests in other processes (trainers) reach the unscored path.
 LEAVE_ONE_UNSCORED = "[fake judge: leave one answer unscored]"
