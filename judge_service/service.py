@@ -11,10 +11,11 @@ import functools
 import time
 import uuid
 from datetime import UTC, datetime
+from typing import Any
 
 from judge_service.errors import JudgeServiceError, NotFoundError
 from judge_service.idempotency import GradeFn, IdempotencyGuard, ScopedKey
-from judge_service.judging.base import Group
+from judge_service.judging.base import Group, ModelRun
 from judge_service.judging.fingerprint import FingerprintCache
 from judge_service.judging.registry import GraderRegistry
 from judge_service.metrics import JudgeMetrics
@@ -75,32 +76,19 @@ class JudgeService:
         judgement_id = uuid.uuid4().hex
         plan = self._graders.plan(request)  # 422 for an unknown grader
         graded = await plan.grade(Group.of(request, judgement_id))
-        run = graded.run
         stored = StoredJudgement(
             judgement_id=judgement_id,
             created_at=datetime.now(UTC),
             status=_group_status(graded.answers),
             grader=plan.grader,
-            judge_model=run.model if run else None,
-            prompt_version=run.prompt_version if run else None,
             run_id=request.run_id,
             step=request.step,
             group_key=request.group_key,
             answers=graded.answers,
-            usage=run.usage if run else Usage(),
-            timings=Timings(
-                queue_ms=run.queue_ms if run else 0.0,
-                judge_ms=run.judge_ms if run else 0.0,
-                total_ms=(time.perf_counter() - started) * 1000,
-            ),
-            attempts=run.usage.judge_calls if run else 0,
             request=request,
-            raw_outputs=run.raw_outputs if run else [],
-            order_seed=run.seed if run else None,
-            answer_orders=run.orders if run else None,
-            order_sensitivity=run.order_sensitivity if run else None,
             grader_fingerprint=self._fingerprints.of(plan),
             regrade_of=regrade_of,
+            **_model_run_fields(graded.run, total_ms=(time.perf_counter() - started) * 1000),
         )
         await self._store.save(stored, idempotency=idempotency)
         self._observe(stored)
@@ -199,6 +187,30 @@ def _scoped(
 def _error_body(exc: JudgeServiceError) -> ErrorBody:
     """One group's failure inside a batch or regrade reply, as a single request would report it."""
     return ErrorBody(code=exc.code, message=exc.message, details=exc.details or None)
+
+
+def _model_run_fields(run: ModelRun | None, *, total_ms: float) -> dict[str, Any]:
+    """The stored judgement's fields that say what the model grader ran; their defaults when none ran."""
+    if run is None:
+        return {
+            "judge_model": None,
+            "prompt_version": None,
+            "usage": Usage(),
+            "timings": Timings(total_ms=total_ms),
+            "attempts": 0,
+            "raw_outputs": [],
+        }
+    return {
+        "judge_model": run.model,
+        "prompt_version": run.prompt_version,
+        "usage": run.usage,
+        "timings": Timings(queue_ms=run.queue_ms, judge_ms=run.judge_ms, total_ms=total_ms),
+        "attempts": run.usage.judge_calls,
+        "raw_outputs": run.raw_outputs,
+        "order_seed": run.seed,
+        "answer_orders": run.orders,
+        "order_sensitivity": run.order_sensitivity,
+    }
 
 
 def _group_status(answers: list[AnswerResult]) -> GroupStatus:
