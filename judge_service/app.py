@@ -16,6 +16,7 @@ from judge_service.api.drain import DrainGate, DrainState
 from judge_service.api.errors import install_error_handlers
 from judge_service.api.limits import BodySizeLimit
 from judge_service.api.request_metrics import RequestMetrics
+from judge_service.assembly import AssemblySettings, GroupAssembly
 from judge_service.backends.base import JudgeBackend
 from judge_service.backends.factory import build_backend
 from judge_service.config import Settings
@@ -71,8 +72,19 @@ def create_app(
             readiness=readiness,
         )
         app.state.readiness = readiness
-        app.state.service = JudgeService(
+        service = JudgeService(
             graders=GraderRegistry.with_rule_graders(judge), store=judgement_store, metrics=metrics
+        )
+        app.state.service = service
+        app.state.assembly = assembly = GroupAssembly(
+            service,
+            metrics,
+            AssemblySettings(
+                deadline_s=settings.member_deadline_s,
+                min_members=settings.member_min_members,
+                max_open_groups=settings.member_max_open_groups,
+                max_waiting=settings.member_max_waiting,
+            ),
         )
         drain.reopen()
         following = asyncio.create_task(
@@ -87,6 +99,7 @@ def create_app(
         try:
             yield
         finally:
+            await assembly.shut_down()  # members still waiting for their group get 503 and retry
             await drain.drain(settings.drain_timeout_s)  # groups in flight finish and are stored
             following.cancel()
             await judge_backend.close()

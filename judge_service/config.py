@@ -112,6 +112,21 @@ class Settings(BaseSettings):
         "With max_request_bytes it bounds the memory request bodies can hold (512 x 4 MiB at worst).",
     )
 
+    # --- group assembly (POST /v1/judge/member)
+    member_deadline_s: float = Field(
+        default=60.0,
+        gt=0,
+        le=3600,
+        description="Seconds from a group's first member until it is judged with the members present.",
+    )
+    member_min_members: int = Field(
+        default=2, ge=1, le=64, description="At the deadline, judge if at least this many members came."
+    )
+    member_max_open_groups: int = Field(
+        default=10_000, ge=1, description="Groups collecting members at once."
+    )
+    member_max_waiting: int = Field(default=100_000, ge=1, description="Member requests waiting at once.")
+
     # --- input limits
     drain_timeout_s: float = Field(
         default=60.0,

@@ -7,6 +7,7 @@
     ├── ConflictError                  conflict        409  an Idempotency-Key reused for another request
     ├── OverloadedError                overloaded      429  admission queue full (carries retry_after_s)
     ├── NotReadyError                  not_ready       503  the engine is still loading or has shut down
+    ├── ShuttingDownError              shutting_down   503  the service is stopping; retry (Retry-After)
     └── JudgeBackendError              judge_unavailable 502  the judge could not produce any output
         └── JudgeTimeoutError          judge_timeout   504  the group's deadline passed
 
@@ -62,6 +63,12 @@ class OverloadedError(JudgeServiceError):
 class NotReadyError(JudgeServiceError):
     code = "not_ready"
     http_status = 503
+
+
+class ShuttingDownError(JudgeServiceError):
+    code = "shutting_down"
+    http_status = 503
+    retry_after_s = 1
 
 
 class JudgeBackendError(JudgeServiceError):

@@ -95,6 +95,32 @@ class JudgeMetrics:
             registry=r,
         )
 
+        # Group assembly (POST /v1/judge/member, assembly.py).
+        self.member_open_groups = Gauge(
+            "judge_member_open_groups",
+            "Groups collecting members (not yet complete or at their deadline)",
+            registry=r,
+        )
+        self.members_waiting = Gauge(
+            "judge_members_waiting", "Member requests waiting for their group to be judged", registry=r
+        )
+        self.member_wait_seconds = Histogram(
+            "judge_member_wait_seconds",
+            "From a member's arrival to its group closing (complete or at the deadline), judge time excluded",
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.member_groups_closed = Counter(
+            "judge_member_groups_closed_total", "Assembled groups closed, by why", ["reason"], registry=r
+        )
+        self.member_incomplete_groups = Counter(
+            "judge_member_incomplete_groups_total",
+            "Groups closed at their deadline with too few members to judge: each member answered unscored",
+            registry=r,
+        )
+        for reason in ("size", "deadline"):
+            self.member_groups_closed.labels(reason=reason)
+
         # Series that exist from the start, so dashboards and alerts see 0 rather than "no data".
         self.retries.labels(reason="invalid_output")
         for code in ("judge_unavailable", "judge_timeout"):

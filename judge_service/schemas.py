@@ -16,6 +16,7 @@ MAX_TEXT_CHARS = 20_000
 MAX_BATCH_GROUPS = 256
 MAX_ORDERS = 4  # answer orders a group may be judged under (judging/llm/orders.py)
 RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$"
+MAX_MEMBER_DEADLINE_S = 3600.0  # the longest a member may wait for its group
 
 
 class StrictModel(BaseModel):
@@ -172,6 +173,42 @@ def _refuse_duplicates(what: str, values: list[str]) -> None:
         raise ValueError(f"each {what} must be unique; repeated: {', '.join(dupes)}")
 
 
+class MemberRequest(StrictModel):
+    """One answer of a group, sent on its own by a trainer that scores one sample at a time
+    (POST /v1/judge/member): the service holds members until the group is complete (assembly.py)."""
+
+    group_key: Text = Field(min_length=1, max_length=256, description="Names the group; one per prompt.")
+    group_size: int = Field(ge=1, le=MAX_ANSWERS, description="How many answers the group will have.")
+    answer: Answer
+    conversation: list[ChatMessage] = Field(min_length=1, max_length=64)
+    reference: Text = Field(max_length=MAX_TEXT_CHARS)
+    criteria: list[Criterion] | None = Field(default=None, min_length=1, max_length=8)
+    grader: str = Field(default="judge", min_length=1, max_length=64)
+    terms: list[GraderTerm] | None = Field(default=None, min_length=1, max_length=8)
+    options: RuleOptions = Field(default_factory=RuleOptions)
+    run_id: str | None = Field(default=None, pattern=RUN_ID_PATTERN)
+    step: int | None = Field(default=None, ge=0)
+    orders: int = Field(default=1, ge=1, le=MAX_ORDERS)
+    deadline_s: float | None = Field(
+        default=None,
+        gt=0,
+        le=MAX_MEMBER_DEADLINE_S,
+        description="Seconds from the group's first member until it is judged with the members present; "
+        "default JUDGE_MEMBER_DEADLINE_S. The first member's value holds for the group.",
+    )
+    min_members: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_ANSWERS,
+        description="At the deadline, judge the members present if at least this many; else each is "
+        "answered `incomplete`, unscored. Default JUDGE_MEMBER_MIN_MEMBERS.",
+    )
+
+    def group_fields(self) -> dict[str, Any]:
+        """What the first member fixes for the whole group (the others must send the same)."""
+        return self.model_dump(exclude={"answer", "deadline_s", "min_members"})
+
+
 # --------------------------------------------------------------------------- responses
 
 
@@ -253,6 +290,20 @@ class StoredJudgement(JudgeResponse):
         already-validated field values (no dump and re-validation of the whole tree)."""
         fields = JudgeResponse.model_fields
         return JudgeResponse.model_validate({name: getattr(self, name) for name in fields})
+
+
+class MemberResponse(ResponseModel):
+    """The answer of one member request: its own answer's result, and the group's judgement."""
+
+    group_key: str
+    judgement_id: str | None = Field(description="The group's stored judgement; null when it was incomplete.")
+    answer: AnswerResult = Field(description="This member's answer (unscored, never 0, when incomplete).")
+    group_status: GroupStatus | Literal["incomplete"]
+    members: int = Field(description="Answers judged together (the group size, or fewer at the deadline).")
+    closed_by: Literal["size", "deadline", "stored"] = Field(
+        description="size: every member arrived; deadline: judged or refused at the deadline; stored: "
+        "a retry answered from the stored judgement."
+    )
 
 
 class JudgementPage(ResponseModel):

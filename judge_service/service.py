@@ -149,6 +149,12 @@ class JudgeService:
             return RegradeItem(regrade_of=old_id, error=_error_body(exc))
         return RegradeItem(regrade_of=old_id, judgement=new)
 
+    async def stored_under(self, idempotency_key: str, caller: str | None) -> StoredJudgement | None:
+        """The judgement stored under a caller's Idempotency-Key, if any (group assembly looks up groups
+        judged already)."""
+        found = await self._store.get_by_idempotency_key(ScopedKey(idempotency_key, caller).stored)
+        return found.judgement if found is not None else None
+
     async def get(self, judgement_id: str) -> StoredJudgement:
         found = await self._store.get(judgement_id)
         if found is None:

@@ -9,6 +9,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from judge_service.assembly import GroupAssembly
 from judge_service.metrics import JudgeMetrics
 from judge_service.service import JudgeService
 
@@ -18,6 +19,11 @@ async def _service(request: Request) -> JudgeService:
     return service
 
 
+async def _assembly(request: Request) -> GroupAssembly:
+    assembly: GroupAssembly = request.app.state.assembly
+    return assembly
+
+
 async def _metrics(request: Request) -> JudgeMetrics:
     metrics: JudgeMetrics = request.app.state.metrics
     return metrics
@@ -25,3 +31,4 @@ async def _metrics(request: Request) -> JudgeMetrics:
 
 ServiceDep = Annotated[JudgeService, Depends(_service)]
 MetricsDep = Annotated[JudgeMetrics, Depends(_metrics)]
+AssemblyDep = Annotated[GroupAssembly, Depends(_assembly)]

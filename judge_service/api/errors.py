@@ -10,7 +10,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from judge_service.errors import JudgeServiceError, OverloadedError
+from judge_service.errors import JudgeServiceError
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,8 @@ def _location(loc: tuple[Any, ...]) -> str:
 
 async def _service_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, JudgeServiceError)
-    headers = {"Retry-After": str(exc.retry_after_s)} if isinstance(exc, OverloadedError) else None
+    retry_after = getattr(exc, "retry_after_s", None)  # OverloadedError, ShuttingDownError
+    headers = {"Retry-After": str(retry_after)} if retry_after is not None else None
     return error_response(exc.http_status, exc.code, exc.message, exc.details or None, headers)
 
 

@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query, Request
 
 from judge_service.api.auth import caller_of
-from judge_service.api.deps import ServiceDep
+from judge_service.api.deps import AssemblyDep, ServiceDep
 from judge_service.api.headers import idempotency_key_header
 from judge_service.schemas import (
     RUN_ID_PATTERN,
@@ -17,6 +17,8 @@ from judge_service.schemas import (
     JudgementPage,
     JudgeRequest,
     JudgeResponse,
+    MemberRequest,
+    MemberResponse,
     StoredJudgement,
 )
 
@@ -65,6 +67,16 @@ async def judge_batch(
         request.groups, idempotency_key=idempotency_key, caller=caller_of(http.scope)
     )
     return BatchJudgeResponse(results=results)
+
+
+@router.post(
+    "/judge/member",
+    response_model=MemberResponse,
+    summary="One answer of a group, for trainers that score one sample at a time; answered when its "
+    "group has been judged",
+)
+async def judge_member(request: MemberRequest, http: Request, assembly: AssemblyDep) -> MemberResponse:
+    return await assembly.submit(request, caller=caller_of(http.scope))
 
 
 @router.get("/judgements/{judgement_id}", response_model=StoredJudgement, summary="One stored judgement")

@@ -1,0 +1,174 @@
+"""Group assembly (POST /v1/judge/member) in process: complete groups judged once, deadlines with and
+without enough members, retries and late members, conflicts, caps, shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+from fastapi import FastAPI
+
+from judge_service.app import create_app
+from judge_service.backends.fake import FakeBackend
+from judge_service.config import Settings
+from tests.api.service_process import ServiceProcess, metric_value
+
+
+@asynccontextmanager
+async def serving(
+    tmp_path: Path, backend: FakeBackend | None = None, **settings: Any
+) -> AsyncIterator[tuple[FastAPI, httpx.AsyncClient]]:
+    app = create_app(
+        Settings(backend="fake", home_dir=tmp_path, **settings), backend=backend or FakeBackend()
+    )
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://judge", timeout=30) as c,
+    ):
+        for _ in range(500):
+            if (await c.get("/readyz")).status_code == 200:
+                break
+            await asyncio.sleep(0.01)
+        yield app, c
+
+
+def member(answer_id: str, size: int = 4, key: str = "prompt-1", **extra: Any) -> dict[str, Any]:
+    return {
+        "group_key": key,
+        "group_size": size,
+        "answer": {"id": answer_id, "text": f"Answer {answer_id}: click Share."},
+        "conversation": [{"role": "user", "content": "How do I share the report?"}],
+        "reference": "Click Share and pick the client.",
+        "run_id": "member-run",
+        "step": 2,
+        **extra,
+    }
+
+
+async def post_all(client: httpx.AsyncClient, bodies: list[dict[str, Any]]) -> list[httpx.Response]:
+    return list(await asyncio.gather(*(client.post("/v1/judge/member", json=b) for b in bodies)))
+
+
+async def test_a_complete_group_is_judged_once_and_every_member_gets_its_answer(tmp_path: Path) -> None:
+    backend = FakeBackend()
+    async with serving(tmp_path, backend) as (_, client):
+        replies = await post_all(client, [member(f"a{i}") for i in range(4)])
+        assert [r.status_code for r in replies] == [200] * 4
+        bodies = [r.json() for r in replies]
+        assert len({b["judgement_id"] for b in bodies}) == 1 and len(backend.requests) == 1
+        assert [b["answer"]["id"] for b in bodies] == ["a0", "a1", "a2", "a3"]
+        assert all(
+            b["closed_by"] == "size" and b["members"] == 4 and b["group_status"] == "ok" for b in bodies
+        )
+        stored = (await client.get(f"/v1/judgements/{bodies[0]['judgement_id']}")).json()
+        assert (stored["run_id"], stored["step"], stored["group_key"]) == ("member-run", 2, "prompt-1")
+        assert {a["id"]: a["score"] for a in stored["answers"]} == {
+            b["answer"]["id"]: b["answer"]["score"] for b in bodies
+        }
+        # A retry of a member after the group was judged gets the stored result, judged no more.
+        again = await client.post("/v1/judge/member", json=member("a2"))
+        assert again.status_code == 200 and again.json()["closed_by"] == "stored"
+        assert again.json()["answer"] == bodies[2]["answer"] and len(backend.requests) == 1
+        # A member the group was judged without is told so, with the judgement, not judged alone.
+        late = await client.post("/v1/judge/member", json=member("a9"))
+        assert (
+            late.status_code == 409
+            and late.json()["error"]["details"]["judgement_id"] == bodies[0]["judgement_id"]
+        )
+        metrics = (await client.get("/metrics")).text
+        assert metric_value(metrics, "judge_member_open_groups") == 0
+        assert 'judge_member_groups_closed_total{reason="size"} 1.0' in metrics
+
+
+async def test_a_retry_while_the_group_is_open_waits_with_the_first(tmp_path: Path) -> None:
+    async with serving(tmp_path) as (_, client):
+        first = asyncio.ensure_future(client.post("/v1/judge/member", json=member("a0", size=2)))
+        retry = asyncio.ensure_future(client.post("/v1/judge/member", json=member("a0", size=2)))
+        await asyncio.sleep(0.05)
+        assert not first.done() and not retry.done()
+        other = await client.post("/v1/judge/member", json=member("a1", size=2))
+        assert other.status_code == 200
+        assert (await first).json() == (await retry).json()
+
+
+async def test_at_the_deadline_enough_members_are_judged_together(tmp_path: Path) -> None:
+    async with serving(tmp_path) as (_, client):
+        replies = await post_all(client, [member(f"a{i}", deadline_s=0.2) for i in range(3)])  # of 4
+        bodies = [r.json() for r in replies]
+        assert all(b["closed_by"] == "deadline" and b["members"] == 3 for b in bodies)
+        assert len({b["judgement_id"] for b in bodies}) == 1 and all(
+            b["answer"]["status"] == "scored" for b in bodies
+        )
+
+
+async def test_at_the_deadline_too_few_members_are_incomplete_never_zero(tmp_path: Path) -> None:
+    async with serving(tmp_path, member_min_members=2) as (_, client):
+        (reply,) = await post_all(client, [member("a0", deadline_s=0.1)])
+        body = reply.json()
+        assert body["group_status"] == "incomplete" and body["judgement_id"] is None
+        assert body["answer"]["score"] is None and "1 of 4 members arrived" in body["answer"]["error"]
+        late = await client.post("/v1/judge/member", json=member("a1"))
+        assert late.status_code == 409 and "closed incomplete" in late.json()["error"]["message"]
+        metrics = (await client.get("/metrics")).text
+        assert metric_value(metrics, "judge_member_incomplete_groups_total") == 1
+
+
+async def test_members_that_disagree_are_refused_saying_what_differs(tmp_path: Path) -> None:
+    async with serving(tmp_path) as (_, client):
+        first = asyncio.ensure_future(client.post("/v1/judge/member", json=member("a0", size=2)))
+        await asyncio.sleep(0.05)
+        other = await client.post("/v1/judge/member", json=member("a1", size=2, reference="Something else."))
+        assert other.status_code == 409 and other.json()["error"]["details"]["differing"] == ["reference"]
+        changed = member("a0", size=2)
+        changed["answer"]["text"] = "another text"
+        assert (await client.post("/v1/judge/member", json=changed)).status_code == 409
+        assert (await client.post("/v1/judge/member", json=member("a1", size=2))).status_code == 200
+        assert (await first).status_code == 200
+
+
+async def test_caps_answer_429_with_retry_after(tmp_path: Path) -> None:
+    async with serving(tmp_path, member_max_open_groups=1, member_max_waiting=2) as (_, client):
+        held = [asyncio.ensure_future(client.post("/v1/judge/member", json=member("a0", key="g1")))]
+        await asyncio.sleep(0.05)
+        refused = await client.post("/v1/judge/member", json=member("a0", key="g2"))
+        assert refused.status_code == 429 and refused.headers["retry-after"] == "1"
+        held.append(asyncio.ensure_future(client.post("/v1/judge/member", json=member("a1", key="g1"))))
+        await asyncio.sleep(0.05)
+        full = await client.post("/v1/judge/member", json=member("a2", key="g1"))
+        assert full.status_code == 429 and "JUDGE_MEMBER_MAX_WAITING" in full.json()["error"]["message"]
+        for task in held:
+            task.cancel()
+
+
+async def test_shutdown_answers_waiting_members_503(tmp_path: Path) -> None:
+    async with serving(tmp_path) as (app, client):
+        waiting = asyncio.ensure_future(client.post("/v1/judge/member", json=member("a0")))
+        await asyncio.sleep(0.05)
+        await app.state.assembly.shut_down()
+        reply = await waiting
+        assert reply.status_code == 503 and reply.json()["error"]["code"] == "shutting_down"
+        assert reply.headers["retry-after"] == "1"
+        again = await client.post("/v1/judge/member", json=member("a1"))
+        assert again.status_code == 503
+
+
+def test_members_from_many_connections_to_a_real_process_are_judged_once(tmp_path: Path) -> None:
+    service = ServiceProcess(tmp_path).start()
+    try:
+
+        async def send() -> list[httpx.Response]:
+            limits = httpx.Limits(max_connections=16)
+            async with httpx.AsyncClient(base_url=service.url, timeout=30, limits=limits) as client:
+                return await post_all(client, [member(f"a{i}", size=8, key="many") for i in range(8)])
+
+        replies = asyncio.run(send())
+        assert [r.status_code for r in replies] == [200] * 8
+        assert len({r.json()["judgement_id"] for r in replies}) == 1
+        stored = httpx.get(f"{service.url}/v1/runs/member-run/judgements").json()["items"]
+        assert [(j["group_key"], len(j["answers"]), j["attempts"]) for j in stored] == [("many", 8, 1)]
+    finally:
+        service.stop()
