@@ -10,7 +10,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from judge_service.admission import GroupAdmission
-from judge_service.api import health, quality, routes
+from judge_service.api import compat, health, quality, routes
 from judge_service.api.auth import ApiKeyAuth, parse_keys, public_paths
 from judge_service.api.drain import DrainGate, DrainState
 from judge_service.api.errors import install_error_handlers
@@ -125,5 +125,6 @@ def create_app(
     app.include_router(routes.router)
     app.include_router(health.router)
     app.include_router(quality.router)
+    app.include_router(compat.router)
 
     return app

