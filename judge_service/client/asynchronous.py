@@ -20,6 +20,8 @@ from judge_service.schemas import (
     JudgementPage,
     JudgeRequest,
     JudgeResponse,
+    MemberRequest,
+    MemberResponse,
     RegradeRequest,
     RegradeResponse,
     StoredJudgement,
@@ -64,6 +66,10 @@ class AsyncJudgeClient:
     ) -> list[BatchItem]:
         """One result per group, in order: each holds a judgement or that group's error."""
         return await self._send(calls.judge_batch(groups, idempotency_key))
+
+    async def member(self, request: MemberRequest | Mapping[str, Any]) -> MemberResponse:
+        """One answer of a group (POST /v1/judge/member): returns once the group is judged."""
+        return await self._send(calls.member(request))
 
     async def judgement(self, judgement_id: str) -> StoredJudgement:
         return await self._send(calls.judgement(judgement_id))

@@ -26,6 +26,8 @@ from judge_service.schemas import (
     JudgementPage,
     JudgeRequest,
     JudgeResponse,
+    MemberRequest,
+    MemberResponse,
     RegradeRequest,
     RegradeResponse,
     StoredJudgement,
@@ -115,6 +117,11 @@ def judge_batch(
         None,
         _keyed(idempotency_key),
     )
+
+
+def member(request: MemberRequest | Mapping[str, Any]) -> Call[MemberResponse]:
+    # No Idempotency-Key: a member's group key and answer id already make its retries safe.
+    return Call("POST", "/v1/judge/member", MemberResponse.model_validate, _payload(request))
 
 
 def judgement(judgement_id: str) -> Call[StoredJudgement]:
