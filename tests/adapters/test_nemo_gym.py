@@ -1,0 +1,66 @@
+"""NeMo Gym 0.7.0 (Python 3.13, its own environment built once by scripts/trainer_envs.sh): the
+resources server's /verify through NeMo Gym's own webserver and judge failsafe, with real
+BaseVerifyRequest bodies, against the service: four rollouts of one group judged in one judgement,
+reward_components per criterion, and the judge-failed path (unscored, or the service down) masked, not 0."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+from typing import Any
+
+import httpx
+
+from tests.api.service_process import REPO, ServiceProcess
+
+CRITERIA = {"correctness", "helpfulness", "tone", "format"}
+
+
+def nemo_gym_python() -> str:
+    subprocess.run(["bash", str(REPO / "scripts" / "trainer_envs.sh"), "nemo-gym"], check=True, timeout=1200)
+    return str(REPO / ".venv-nemo-gym" / "bin" / "python")
+
+
+def judgements(service: ServiceProcess) -> list[dict[str, Any]]:
+    return list(httpx.get(f"{service.url}/v1/runs/nemo-run/judgements").json()["items"])
+
+
+def test_verify_judges_rollouts_as_groups_and_masks_judge_failures(service: ServiceProcess) -> None:
+    with socket.socket() as refusing:  # bound and never listening: connections to it are refused
+        refusing.bind(("127.0.0.1", 0))
+        done = subprocess.run(
+            [
+                nemo_gym_python(),
+                str(REPO / "tests" / "adapters" / "nemo_gym_check.py"),
+                service.url,
+                str(refusing.getsockname()[1]),
+            ],
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+    assert done.returncode == 0, done.stderr[-4000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+
+    group = seen["group"]
+    assert all(r["status"] == 200 and 0 <= r["reward"] <= 1 and not r.get("mask_sample") for r in group)
+    assert all(set(r["reward_components"]) == CRITERIA for r in group)
+    assert len({r["judgement_id"] for r in group}) == 1
+    assert [
+        (j["group_key"], len(j["answers"])) for j in judgements(service) if j["group_key"] == "ng-group-1"
+    ] == [("ng-group-1", 4)]
+
+    unscored = seen["unscored"]
+    masked = [r for r in unscored if r.get("mask_sample")]
+    assert len(masked) == 1 and masked[0]["reward"] == 0.0 and masked[0]["failure_kind"] == "judge_failed"
+    assert "could not score" in masked[0]["failure_reason"]
+    assert [r["status"] for r in unscored] == [200] * 4  # the failsafe answers, training goes on
+
+    (single,) = seen["single"]
+    assert single["status"] == 200 and 0 <= single["reward"] <= 1
+    (down,) = seen["down"]
+    assert down["mask_sample"] is True and down["failure_kind"] == "judge_failed"
+    assert "unreachable" in down["failure_reason"]
