@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import importlib.util
+import json
+import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -29,3 +33,24 @@ def example(name: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def trainer_python(env: str) -> str:
+    """The Python of a trainer's own environment, built by scripts/trainer_envs.sh when missing or stale."""
+    subprocess.run(["bash", str(REPO / "scripts" / "trainer_envs.sh"), env], check=True, timeout=1200)
+    return str(REPO / f".venv-{env}" / "bin" / "python")
+
+
+def run_in(env: str, script: str, *args: str) -> dict[str, Any]:
+    """Run tests/adapters/<script> in a trainer's environment with this repository on the path; the JSON
+    object it prints last."""
+    done = subprocess.run(
+        [trainer_python(env), str(REPO / "tests" / "adapters" / script), *args],
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result

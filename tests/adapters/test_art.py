@@ -1,38 +1,24 @@
 """OpenPipe ART (openpipe-art 0.5.23, Python 3.12): judge_score_group on real TrajectoryGroups against
-the service, in the environment scripts/trainer_envs.sh builds (once; reused while the script is
+the service, in the environment scripts/trainer_envs.sh builds (once; reused while its pins are
 unchanged)."""
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import subprocess
 
 import httpx
 
+from tests.adapters.conftest import run_in, trainer_python
 from tests.api.service_process import REPO, ServiceProcess
 
 
-def art_python() -> str:
-    subprocess.run(["bash", str(REPO / "scripts" / "trainer_envs.sh"), "art"], check=True, timeout=900)
-    return str(REPO / ".venv-art" / "bin" / "python")
-
-
 def test_judge_score_group_on_real_trajectory_groups(service: ServiceProcess) -> None:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
     with socket.socket() as refusing:  # bound and never listening: connections to it are refused
         refusing.bind(("127.0.0.1", 0))
         port = str(refusing.getsockname()[1])
-        done = subprocess.run(
-            [art_python(), str(REPO / "tests" / "adapters" / "art_check.py"), service.url, port],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-    assert done.returncode == 0, done.stderr[-4000:]
-    seen = json.loads(done.stdout.strip().splitlines()[-1])
+        seen = run_in("art", "art_check.py", service.url, port)
 
     rewards = seen["rewards"]
     assert len(rewards) == 4 and all(0 <= r <= 1 for r in rewards)
@@ -56,7 +42,7 @@ def test_judge_score_group_on_real_trajectory_groups(service: ServiceProcess) ->
 def test_the_art_example_runs(service: ServiceProcess) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     done = subprocess.run(
-        [art_python(), str(REPO / "examples" / "art_judge.py"), "--judge", service.url],
+        [trainer_python("art"), str(REPO / "examples" / "art_judge.py"), "--judge", service.url],
         env=env,
         capture_output=True,
         text=True,

@@ -5,22 +5,15 @@ reward_components per criterion, and the judge-failed path (unscored, or the ser
 
 from __future__ import annotations
 
-import json
-import os
 import socket
-import subprocess
 from typing import Any
 
 import httpx
 
-from tests.api.service_process import REPO, ServiceProcess
+from tests.adapters.conftest import run_in
+from tests.api.service_process import ServiceProcess
 
 CRITERIA = {"correctness", "helpfulness", "tone", "format"}
-
-
-def nemo_gym_python() -> str:
-    subprocess.run(["bash", str(REPO / "scripts" / "trainer_envs.sh"), "nemo-gym"], check=True, timeout=1200)
-    return str(REPO / ".venv-nemo-gym" / "bin" / "python")
 
 
 def judgements(service: ServiceProcess) -> list[dict[str, Any]]:
@@ -30,20 +23,7 @@ def judgements(service: ServiceProcess) -> list[dict[str, Any]]:
 def test_verify_judges_rollouts_as_groups_and_masks_judge_failures(service: ServiceProcess) -> None:
     with socket.socket() as refusing:  # bound and never listening: connections to it are refused
         refusing.bind(("127.0.0.1", 0))
-        done = subprocess.run(
-            [
-                nemo_gym_python(),
-                str(REPO / "tests" / "adapters" / "nemo_gym_check.py"),
-                service.url,
-                str(refusing.getsockname()[1]),
-            ],
-            env={**os.environ, "PYTHONPATH": str(REPO)},
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-    assert done.returncode == 0, done.stderr[-4000:]
-    seen = json.loads(done.stdout.strip().splitlines()[-1])
+        seen = run_in("nemo-gym", "nemo_gym_check.py", service.url, str(refusing.getsockname()[1]))
 
     group = seen["group"]
     assert all(r["status"] == 200 and 0 <= r["reward"] <= 1 and not r.get("mask_sample") for r in group)

@@ -5,14 +5,12 @@ with the same keys for every sample, an unscored one included."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 from typing import Any
 
 import httpx
 
-from tests.api.service_process import REPO, ServiceProcess
+from tests.adapters.conftest import run_in
+from tests.api.service_process import ServiceProcess
 
 KEYS = {
     "score",
@@ -25,25 +23,12 @@ KEYS = {
 }
 
 
-def verl_python() -> str:
-    subprocess.run(["bash", str(REPO / "scripts" / "trainer_envs.sh"), "verl"], check=True, timeout=1200)
-    return str(REPO / ".venv-verl" / "bin" / "python")
-
-
 def judgements(service: ServiceProcess, run_id: str) -> list[dict[str, Any]]:
     return list(httpx.get(f"{service.url}/v1/runs/{run_id}/judgements").json()["items"])
 
 
 def test_verl_reward_managers_against_the_service(service: ServiceProcess) -> None:
-    done = subprocess.run(
-        [verl_python(), str(REPO / "tests" / "adapters" / "verl_check.py"), service.url],
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr[-4000:]
-    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    seen = run_in("verl", "verl_check.py", service.url)
     assert (seen["manager_class"], seen["naive_class"]) == ("JudgeGroupRewardManager", "NaiveRewardManager")
 
     group = seen["group"]
