@@ -3,7 +3,8 @@ JUDGE_FAKE_LATENCY_S per call, so a judge time exists to wait beyond):
 
 - group mode: each group of 8 answers as one POST /v1/judge, at `--groups-per-s`;
 - member mode: the same groups as 8 POST /v1/judge/member requests each, sent together (8 x the rate in
-  members/s).
+  members/s). The load goes over persistent raw HTTP/1.1 connections (benchmarks/common.py), so it costs
+  the cores far less than the service does.
 
 Reported per mode (alternating phases): groups/s and members/s achieved, request latency p50/p99, and the
 server's CPU per group; then the assembly overhead per member (the CPU difference over 8) and the wait a
@@ -16,13 +17,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import statistics
 import time
 from typing import Any
-
-import httpx
+from urllib.parse import urlsplit
 
 from benchmarks.common import (
+    RawHTTPConnection,
     log,
     make_groups,
     markdown_table,
@@ -37,68 +39,92 @@ from benchmarks.common import (
 ANSWERS = 8
 
 
+class Pool:
+    """Persistent keep-alive connections (RawHTTPConnection: far cheaper than httpx per request, so the
+    load generator does not take the cores the service needs); one request per connection at a time."""
+
+    def __init__(self, url: str, size: int) -> None:
+        parts = urlsplit(url)
+        self._idle: asyncio.Queue[RawHTTPConnection] = asyncio.Queue()
+        for _ in range(size):
+            self._idle.put_nowait(RawHTTPConnection(parts.hostname or "127.0.0.1", parts.port or 80))
+
+    async def post(self, path: str, body: dict[str, Any]) -> tuple[int, float]:
+        """(status, Retry-After seconds or 0) of one POST, 429 not retried here. A connection the server
+        closed while idle (its keep-alive timeout) is opened again once."""
+        connection = await self._idle.get()
+        payload = connection.request_bytes(path, json.dumps(body).encode())
+        try:
+            for attempt in range(2):
+                try:
+                    status, _ = await connection.send(payload)
+                    break
+                except (OSError, asyncio.IncompleteReadError):
+                    await connection.close()
+                    if attempt:
+                        return 0, 0.0
+        finally:
+            self._idle.put_nowait(connection)
+        return status, 1.0 if status == 429 else 0.0
+
+    async def close(self) -> None:
+        while not self._idle.empty():
+            await self._idle.get_nowait().close()
+
+
 async def phase(
-    url: str, bodies: list[dict[str, Any]], mode: str, rate: float, seconds: float, pid: int
+    pool: Pool, bodies: list[dict[str, Any]], mode: str, rate: float, seconds: float, pid: int
 ) -> dict[str, float]:
     latencies: list[float] = []
     statuses: dict[int, int] = {}
     retried = [0]
-    limits = httpx.Limits(max_connections=2000, max_keepalive_connections=2000)
-    async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as client:
 
-        async def timed(path: str, body: dict[str, Any]) -> None:
-            started = time.perf_counter()
-            for _ in range(5):  # 429 is retried after Retry-After, as the service's clients do
-                try:
-                    reply = await client.post(path, json=body)
-                except httpx.TransportError:  # counted, not fatal: an overloaded run says so in non-200
-                    status = 0
-                    break
-                status = reply.status_code
-                if status != 429:
-                    break
-                retried[0] += 1
-                await asyncio.sleep(float(reply.headers.get("retry-after", "1")))
-            latencies.append(time.perf_counter() - started)
-            statuses[status] = statuses.get(status, 0) + 1
+    async def timed(path: str, body: dict[str, Any]) -> None:
+        started = time.perf_counter()
+        for _ in range(5):  # 429 is retried after Retry-After, as the service's clients do
+            status, wait = await pool.post(path, body)
+            if status != 429:
+                break
+            retried[0] += 1
+            await asyncio.sleep(wait)
+        latencies.append(time.perf_counter() - started)
+        statuses[status] = statuses.get(status, 0) + 1
 
-        async def one_group(i: int, body: dict[str, Any]) -> None:
-            if mode == "group":
-                await timed("/v1/judge", body)
-                return
-            members = [
-                {
-                    "group_key": f"{mode}-{time.time_ns()}-{i}",
-                    "group_size": len(body["answers"]),
-                    "answer": answer,
-                    "conversation": body["conversation"],
-                    "reference": body["reference"],
-                    "run_id": "bench-members",
-                }
-                for answer in body["answers"]
-            ]
-            key = members[0]["group_key"]
-            await asyncio.gather(*(timed("/v1/judge/member", {**m, "group_key": key}) for m in members))
+    async def one_group(i: int, body: dict[str, Any]) -> None:
+        if mode == "group":
+            await timed("/v1/judge", body)
+            return
+        key = f"{mode}-{time.time_ns()}-{i}"
+        members = [
+            {
+                "group_key": key,
+                "group_size": len(body["answers"]),
+                "answer": answer,
+                "conversation": body["conversation"],
+                "reference": body["reference"],
+                "run_id": "bench-members",
+            }
+            for answer in body["answers"]
+        ]
+        await asyncio.gather(*(timed("/v1/judge/member", m) for m in members))
 
-        cpu0, wall0 = process_cpu_seconds(pid), time.perf_counter()
-        tasks = []
-        i = 0
-        while time.perf_counter() - wall0 < seconds:
-            tasks.append(asyncio.create_task(one_group(i, bodies[i % len(bodies)])))
-            i += 1
-            await asyncio.sleep(max(0.0, wall0 + i / rate - time.perf_counter()))
-        await asyncio.gather(*tasks)
-        wall, cpu = time.perf_counter() - wall0, process_cpu_seconds(pid) - cpu0
-    requests = len(latencies)
+    cpu0, wall0 = process_cpu_seconds(pid), time.perf_counter()
+    tasks = []
+    i = 0
+    while time.perf_counter() - wall0 < seconds:
+        tasks.append(asyncio.create_task(one_group(i, bodies[i % len(bodies)])))
+        i += 1
+        await asyncio.sleep(max(0.0, wall0 + i / rate - time.perf_counter()))
+    await asyncio.gather(*tasks)
+    wall, cpu = time.perf_counter() - wall0, process_cpu_seconds(pid) - cpu0
     return {
         "groups_per_s": i / wall,
-        "requests_per_s": requests / wall,
+        "requests_per_s": len(latencies) / wall,
         "p50_ms": percentile(latencies, 50) * 1000,
         "p99_ms": percentile(latencies, 99) * 1000,
         "server_cpu_ms_per_group": cpu * 1000 / i,
         "non_200": float(sum(n for s, n in statuses.items() if s != 200)),
         "retried_429": float(retried[0]),
-        **{f"status_{k}": float(v) for k, v in statuses.items()},
     }
 
 
@@ -107,11 +133,15 @@ async def run(args: argparse.Namespace, url: str, pid: int) -> dict[str, list[di
         {k: b[k] for k in ("conversation", "reference", "answers")} for b in make_groups(64, ANSWERS, seed=5)
     ]
     results: dict[str, list[dict[str, float]]] = {"group": [], "member": []}
-    await phase(url, bodies, "group", args.groups_per_s, 1.0, pid)  # warm-up
-    for r in range(args.rounds):
-        for mode in ("group", "member"):
-            log(f"round {r + 1}: {mode} mode")
-            results[mode].append(await phase(url, bodies, mode, args.groups_per_s, args.seconds, pid))
+    pool = Pool(url, args.connections)
+    try:
+        await phase(pool, bodies, "group", args.groups_per_s, 1.0, pid)  # warm-up
+        for r in range(args.rounds):
+            for mode in ("group", "member"):
+                log(f"round {r + 1}: {mode} mode")
+                results[mode].append(await phase(pool, bodies, mode, args.groups_per_s, args.seconds, pid))
+    finally:
+        await pool.close()
     return results
 
 
@@ -123,6 +153,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--judge-latency-s", type=float, default=0.05)
+    parser.add_argument("--connections", type=int, default=256, help="keep-alive connections of the load")
     args = parser.parse_args()
     with workdir("members") as tmp:
         env = {
