@@ -8,7 +8,6 @@ and combine them, then turn the marks into each answer's grade: the weighted mea
 
 from __future__ import annotations
 
-import functools
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -35,7 +34,7 @@ JUDGE = "judge"
 
 @dataclass(frozen=True)
 class JudgeOptions:
-    """The judge's options from a request. Frozen and hashable: configs are cached per options."""
+    """The judge's options from a request. Frozen and hashable: fingerprints are cached per options."""
 
     criteria: tuple[Criterion, ...]
     orders: int = 1
@@ -61,24 +60,15 @@ class LLMJudge:
         self._metrics = metrics
         self._readiness = readiness
         self._name = name
-        # Most groups of a run share one configuration: its JSON is built once.
-        self._config_for = functools.lru_cache(maxsize=256)(self._config)
 
     @property
     def name(self) -> str:
         return self._name
 
-    @property
-    def caller(self) -> JudgeCaller:
-        return self._caller
-
     def options(self, request: JudgeRequest) -> JudgeOptions:
         return JudgeOptions(tuple(resolve_criteria(request.criteria)), request.orders, request.seed)
 
     def config(self, options: JudgeOptions) -> Mapping[str, Any]:
-        return self._config_for(options.criteria, options.orders)
-
-    def _config(self, criteria: tuple[Criterion, ...], orders: int) -> Mapping[str, Any]:
         s = self._caller.settings
         judge = {
             "model": self._caller.model_name,
@@ -88,7 +78,8 @@ class LLMJudge:
             "parse_retries": s.parse_retries,
             "shuffle_answers": s.shuffle_answers,
         }
-        return {"judge": judge, "orders": orders, "criteria": [c.model_dump() for c in criteria]}
+        criteria = [c.model_dump() for c in options.criteria]
+        return {"judge": judge, "orders": options.orders, "criteria": criteria}
 
     async def grade(self, group: Group, options: JudgeOptions) -> GroupGrades:
         self._readiness.check_judging()
