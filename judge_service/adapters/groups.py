@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from judge_service.client import AsyncJudgeClient, RetryPolicy
+from judge_service.client import AsyncJudgeClient, JudgeClient, RetryPolicy
 from judge_service.schemas import AnswerResult, BatchItem, Criterion, JudgeRequest, JudgeResponse
 
 log = logging.getLogger("judge_service.adapters")
@@ -243,6 +243,15 @@ async def judge_async(client: AsyncJudgeClient, batch: PreparedBatch) -> BatchRe
     replies = await asyncio.gather(
         *(client.judge_batch([batch.requests[g] for g in part], idempotency_key=key) for key, part in chunks)
     )
+    return collect(batch, _by_group(chunks, replies))
+
+
+def judge_sync(client: JudgeClient, batch: PreparedBatch) -> BatchResults:
+    """judge_async for callers without an event loop: the chunks one after another."""
+    chunks = list(batch.chunks())
+    replies = [
+        client.judge_batch([batch.requests[g] for g in part], idempotency_key=key) for key, part in chunks
+    ]
     return collect(batch, _by_group(chunks, replies))
 
 

@@ -29,32 +29,45 @@ from judge_service.adapters.groups import (
     GroupOptions,
     LoopClients,
     PreparedBatch,
-    collect,
     judge_async,
+    judge_sync,
     prepare,
 )
 from judge_service.client import JudgeClient, RetryPolicy
-from judge_service.schemas import BatchItem, Criterion
+from judge_service.schemas import Criterion
 
 RewardFunc = Callable[..., Awaitable[list[float | None]]]
 DEFAULT_CRITERIA = ("correctness", "helpfulness", "tone", "format")
 
 
 class _Scorer:
-    """The shared part of every reward function here: a trainer call in, a batch prepared."""
+    """The shared part of every reward function here: where the service is, and a trainer call in, a
+    batch prepared."""
 
     def __init__(
         self,
+        url: str,
         *,
+        api_key: str | None,
+        timeout_s: float,
         num_generations: int | None,
         grader: str | None,
         criteria: Sequence[Criterion | Mapping[str, Any]] | None,
         reference_column: str,
         run_id: str | None,
     ) -> None:
+        self.url = url
+        self.api_key = api_key
+        self.retry = RetryPolicy(timeout_s=timeout_s, deadline_s=timeout_s)  # a call never outlasts it
         self.num_generations = num_generations
         self.reference_column = reference_column
         self.options = GroupOptions(grader=grader, criteria=criteria, run_id=run_id)
+
+    def loop_clients(self) -> LoopClients:
+        return LoopClients(self.url, api_key=self.api_key, retry=self.retry)
+
+    def sync_client(self) -> JudgeClient:
+        return JudgeClient(self.url, api_key=self.api_key, retry=self.retry)
 
     def prepare(
         self, prompts: Sequence[Any], completions: Sequence[Any], kwargs: Mapping[str, Any]
@@ -106,13 +119,16 @@ def judge_reward(
     """An async reward function for TRL's `reward_funcs` (module docstring). `num_generations` should be
     GRPOConfig.num_generations: it lets the function tell a split group from two groups of one prompt."""
     scorer = _Scorer(
+        url,
+        api_key=api_key,
+        timeout_s=timeout_s,
         num_generations=num_generations,
         grader=grader,
         criteria=criteria,
         reference_column=reference_column,
         run_id=run_id,
     )
-    clients = LoopClients(url, api_key=api_key, retry=RetryPolicy(timeout_s=timeout_s, deadline_s=timeout_s))
+    clients = scorer.loop_clients()
 
     async def reward(prompts: list[Any], completions: list[Any], **kwargs: Any) -> list[float | None]:
         started = time.perf_counter()
@@ -139,13 +155,16 @@ def judge_criterion_rewards(
     batch, so GRPOConfig.reward_weights weighs the criteria. `criteria`: the rubric (Criterion models or
     dicts); default the service's four (correctness, helpfulness, tone, format)."""
     scorer = _Scorer(
+        url,
+        api_key=api_key,
+        timeout_s=timeout_s,
         num_generations=num_generations,
         grader=grader,
         criteria=criteria,
         reference_column=reference_column,
         run_id=run_id,
     )
-    clients = LoopClients(url, api_key=api_key, retry=RetryPolicy(timeout_s=timeout_s, deadline_s=timeout_s))
+    clients = scorer.loop_clients()
     names = (
         [c.name if isinstance(c, Criterion) else str(c["name"]) for c in criteria]
         if criteria
@@ -192,22 +211,20 @@ def judge_reward_sync(
 ) -> Callable[..., list[float | None]]:
     """judge_reward for trainers that call only plain functions (TRL before 0.27, Unsloth)."""
     scorer = _Scorer(
+        url,
+        api_key=api_key,
+        timeout_s=timeout_s,
         num_generations=num_generations,
         grader=grader,
         criteria=criteria,
         reference_column=reference_column,
         run_id=run_id,
     )
-    client = JudgeClient(url, api_key=api_key, retry=RetryPolicy(timeout_s=timeout_s, deadline_s=timeout_s))
+    client = scorer.sync_client()
 
     def reward(prompts: list[Any], completions: list[Any], **kwargs: Any) -> list[float | None]:
         started = time.perf_counter()
-        batch = scorer.prepare(prompts, completions, kwargs)
-        replies: dict[int, BatchItem] = {}
-        for key, part in batch.chunks():
-            items = client.judge_batch([batch.requests[g] for g in part], idempotency_key=key)
-            replies.update(zip(part, items, strict=True))
-        results = collect(batch, replies)
+        results = judge_sync(client, scorer.prepare(prompts, completions, kwargs))
         _report(results, kwargs, name, started)
         return results.scores
 
