@@ -73,7 +73,10 @@ def create_app(
         )
         app.state.readiness = readiness
         service = JudgeService(
-            graders=GraderRegistry.with_rule_graders(judge), store=judgement_store, metrics=metrics
+            graders=GraderRegistry.with_rule_graders(judge),
+            store=judgement_store,
+            metrics=metrics,
+            idempotency_lease_s=settings.idempotency_lease_s,
         )
         app.state.service = service
         app.state.assembly = assembly = GroupAssembly(

@@ -153,18 +153,42 @@ class Settings(BaseSettings):
     # --- storage
     database_url: SecretStr | None = Field(
         default=None,
-        description="Where judgements are stored: sqlite:///relative/path or sqlite:////absolute/path. "
-        "Unset: the SQLite file at db_path. Kept out of reprs and logs (a URL can hold a password).",
+        description="Where judgements are stored: sqlite:///relative/path, sqlite:////absolute/path, or "
+        "postgresql://user:password@host:port/database (shared by several replicas). Unset: the SQLite file "
+        "at db_path. Kept out of reprs and logs (a URL can hold a password).",
     )
     db_path: Path | None = Field(default=None, description="SQLite file; None: home_dir/judgements.sqlite3.")
+    database_pool_size: int = Field(
+        default=10, ge=1, le=1000, description="PostgreSQL: connections per worker process."
+    )
+    database_timeout_s: float = Field(
+        default=5.0,
+        gt=0,
+        le=300,
+        description="PostgreSQL: the longest a call waits to connect or for a pooled connection before "
+        "the request is answered 503 store_unavailable (with Retry-After).",
+    )
+    migrate_on_start: bool = Field(
+        default=False,
+        description="PostgreSQL: apply pending migrations when a replica starts. Off by default: a "
+        "deployment runs `judge-service migrate` once, and replicas refuse a database it has not migrated. "
+        "SQLite files are always migrated when opened.",
+    )
+    idempotency_lease_s: float = Field(
+        default=30.0,
+        ge=1,
+        le=3600,
+        description="How long a claim on an Idempotency-Key outlives a process that stopped renewing it "
+        "(crashed): a duplicate waiting on another replica judges the request after this.",
+    )
 
     @field_validator("database_url")
     @classmethod
     def _known_database(cls, url: SecretStr | None) -> SecretStr | None:
         if url is not None:
-            from judge_service.store.factory import sqlite_path
+            from judge_service.store.factory import check_url
 
-            sqlite_path(url.get_secret_value())  # ValueError says what is accepted
+            check_url(url.get_secret_value())  # ValueError says what is accepted
         return url
 
     def resolved_db_path(self) -> Path:

@@ -8,6 +8,7 @@
     ├── OverloadedError                overloaded      429  admission queue full (carries retry_after_s)
     ├── NotReadyError                  not_ready       503  the engine is still loading or has shut down
     ├── ShuttingDownError              shutting_down   503  the service is stopping; retry (Retry-After)
+    ├── StoreUnavailableError          store_unavailable 503  the database cannot be reached; retry
     └── JudgeBackendError              judge_unavailable 502  the judge could not produce any output
         └── JudgeTimeoutError          judge_timeout   504  the group's deadline passed
 
@@ -69,6 +70,15 @@ class ShuttingDownError(JudgeServiceError):
     code = "shutting_down"
     http_status = 503
     retry_after_s = 1
+
+
+class StoreUnavailableError(JudgeServiceError):
+    """The judgement database cannot be reached or refused the call for a transient reason (a restart,
+    a failover, a full connection pool); the same request may succeed later (Retry-After)."""
+
+    code = "store_unavailable"
+    http_status = 503
+    retry_after_s = 2
 
 
 class JudgeBackendError(JudgeServiceError):

@@ -5,10 +5,15 @@ A trainer that timed out or lost its connection cannot know whether its group wa
 - a retry with the same key and the same request gets the stored judgement (same judgement_id), and
   the judge is not called again;
 - the same key with a different request is refused with 409 `conflict`: a key names one request;
-- concurrent duplicates in this process wait for the first one and then get its judgement (or, if it
-  failed, are judged themselves: failures are not stored, so they are not replayed);
-- across processes sharing the database, the unique index on the key lets only one insert win; the
-  loser returns the winner's judgement (its own judge work is dropped, never stored twice).
+- concurrent duplicates wait for the first one and then get its judgement (or, if it failed, are judged
+  themselves: failures are not stored, so they are not replayed). In one process they wait on the first
+  one's task. Across processes sharing the database (replicas on PostgreSQL, workers on one SQLite
+  file), the first claims the key in the store (store/base.py `claim`) and renews the claim's lease
+  while it judges; a duplicate elsewhere finds the claim and polls until the judgement is stored or the
+  claim is released. If the holder crashed, its lease lapses (JUDGE_IDEMPOTENCY_LEASE_S) and a waiting
+  duplicate takes the key over and judges. So a key is judged once while its holder lives, and stored
+  once always (the unique index on the key: a holder that lost its lease and saved second replays the
+  winner's judgement).
 
 The hash is of the validated request in canonical JSON, so key order and whitespace do not matter.
 
@@ -27,15 +32,26 @@ qualifiers (no auth, single request) is stored as it was before qualifiers exist
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
-from collections.abc import Awaitable, Callable
+import logging
+import os
+import socket
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
 from judge_service.errors import ConflictError
 from judge_service.metrics import JudgeMetrics
 from judge_service.schemas import JudgeRequest, JudgeResponse
 from judge_service.store.base import IdempotencyKey, IdempotencyKeyTaken, JudgementStore
+
+log = logging.getLogger(__name__)
+
+# Polling a key another process holds: from the first to the last interval, doubling.
+POLL_FIRST_S = 0.02
+POLL_MAX_S = 0.5
 
 GradeFn = Callable[..., Awaitable[JudgeResponse]]  # JudgeService._grade(request, idempotency=...)
 
@@ -73,10 +89,17 @@ class ScopedKey:
         return f"Idempotency-Key {self.key[:64]!r}{where}"
 
 
+def process_owner() -> str:
+    """Names this process in the claims it holds (host, pid and a random part: pids are reused)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
 class IdempotencyGuard:
-    def __init__(self, store: JudgementStore, metrics: JudgeMetrics) -> None:
+    def __init__(self, store: JudgementStore, metrics: JudgeMetrics, *, lease_s: float = 30.0) -> None:
         self._store = store
         self._metrics = metrics
+        self._lease_s = lease_s
+        self._owner = process_owner()
         self._running: dict[str, _Running] = {}
 
     async def once(self, scoped: ScopedKey, request: JudgeRequest, grade: GradeFn) -> JudgeResponse:
@@ -86,15 +109,16 @@ class IdempotencyGuard:
             if running.request_hash != digest:
                 raise _conflict(scoped, None)
             await running.done.wait()  # then the loop: its judgement is stored now, or it failed
-        # Claimed before the first await, so no other request with this key can slip in meanwhile.
+        # Taken before the first await, so no other request with this key in this process slips in.
         mine = _Running(digest)
         self._running[key] = mine
         try:
-            replay = await self._replay(scoped, digest)
+            replay = await self._claim_or_replay(scoped, digest)
             if replay is not None:
                 return replay
             try:
-                return await grade(request, idempotency=IdempotencyKey(key, digest))
+                async with self._lease_kept(key):
+                    return await grade(request, idempotency=IdempotencyKey(key, digest))
             except IdempotencyKeyTaken:
                 replay = await self._replay(scoped, digest)  # another process stored it first
                 if replay is None:
@@ -103,6 +127,54 @@ class IdempotencyGuard:
         finally:
             del self._running[key]
             mine.done.set()
+
+    async def _claim_or_replay(self, scoped: ScopedKey, digest: str) -> JudgeResponse | None:
+        """The stored judgement, else None once this process holds the key's claim (it judges then).
+        While another process holds it for the same request, wait; for another request, 409."""
+        key = IdempotencyKey(scoped.stored, digest)
+        pause = POLL_FIRST_S
+        while True:
+            replay = await self._replay(scoped, digest)
+            if replay is not None:
+                return replay
+            claim = await self._store.claim(key, owner=self._owner, lease_s=self._lease_s)
+            if claim.owned:
+                # The holder may have stored it and ended its claim between the two calls above.
+                replay = await self._replay(scoped, digest)
+                if replay is not None:
+                    await self._store.release(key.key, owner=self._owner)
+                return replay
+            if claim.request_hash != digest:
+                raise _conflict(scoped, None)
+            self._metrics.idempotent_waits.inc()
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, POLL_MAX_S)
+
+    @contextlib.asynccontextmanager
+    async def _lease_kept(self, key: str) -> AsyncIterator[None]:
+        """Renew this process's claim on `key` while the body runs; release it if the body fails (a
+        stored judgement ends the claim itself, in the same transaction)."""
+
+        async def renew() -> None:
+            while True:
+                await asyncio.sleep(self._lease_s / 3)
+                try:
+                    if not await self._store.renew(key, owner=self._owner, lease_s=self._lease_s):
+                        log.warning("lost the claim on idempotency key %r (its lease lapsed)", key[:80])
+                        return
+                except Exception as exc:  # the store is away: keep trying while judging goes on
+                    log.warning("could not renew the claim on idempotency key %r: %s", key[:80], exc)
+
+        renewing = asyncio.create_task(renew())
+        try:
+            yield
+        except BaseException:
+            renewing.cancel()
+            with contextlib.suppress(Exception):  # unreleased, the claim lapses on its own
+                await asyncio.shield(self._store.release(key, owner=self._owner))
+            raise
+        finally:
+            renewing.cancel()
 
     async def _replay(self, scoped: ScopedKey, digest: str) -> JudgeResponse | None:
         found = await self._store.get_by_idempotency_key(scoped.stored)

@@ -55,6 +55,11 @@ class JudgeMetrics:
             "Requests answered with the judgement already stored under their Idempotency-Key",
             registry=r,
         )
+        self.idempotent_waits = Counter(
+            "judge_idempotent_waits_total",
+            "Polls of an Idempotency-Key that another process holds while it judges the same request",
+            registry=r,
+        )
         self.retries = Counter(
             "judge_retries_total", "Judge calls repeated, by reason", ["reason"], registry=r
         )

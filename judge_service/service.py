@@ -45,11 +45,12 @@ class JudgeService:
         graders: GraderRegistry,
         store: JudgementStore,
         metrics: JudgeMetrics,
+        idempotency_lease_s: float = 30.0,
     ) -> None:
         self._graders = graders
         self._store = store
         self._metrics = metrics
-        self._idempotency = IdempotencyGuard(store, metrics)
+        self._idempotency = IdempotencyGuard(store, metrics, lease_s=idempotency_lease_s)
         self._fingerprints = FingerprintCache()
 
     async def grade(

@@ -28,6 +28,15 @@ class IdempotencyKeyTaken(Exception):
     """save(): a judgement is already stored under this idempotency key (a concurrent duplicate won)."""
 
 
+@dataclass(frozen=True)
+class Claim:
+    """What claim() found. `owned`: this owner holds the key now and should judge the request. Otherwise
+    another process holds it (a live lease) for the request with `request_hash`."""
+
+    owned: bool
+    request_hash: str
+
+
 class JudgementStore(Protocol):
     async def open(self) -> None:
         """Create or migrate the storage; idempotent."""
@@ -39,6 +48,20 @@ class JudgementStore(Protocol):
         ...
 
     async def get_by_idempotency_key(self, key: str) -> KeyedJudgement | None: ...
+
+    async def claim(self, idempotency: IdempotencyKey, *, owner: str, lease_s: float) -> Claim:
+        """Claim a key about to be judged, for `lease_s` seconds on the database's clock: owned when no
+        one holds it, when `owner` already does, or when the holder's lease has lapsed (it crashed).
+        save() with the key ends the claim in the transaction that stores the judgement."""
+        ...
+
+    async def renew(self, key: str, *, owner: str, lease_s: float) -> bool:
+        """Extend `owner`'s lease on `key` to `lease_s` from now; False when it no longer holds it."""
+        ...
+
+    async def release(self, key: str, *, owner: str) -> None:
+        """End `owner`'s claim on `key` without a judgement (judging failed), so a waiter may take it."""
+        ...
 
     async def get(self, judgement_id: str) -> StoredJudgement | None: ...
 

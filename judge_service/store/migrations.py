@@ -20,10 +20,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 SQLITE = "sqlite"
+POSTGRES = "postgres"
 
-MIGRATIONS_TABLE_SQL: Mapping[str, str] = {
-    SQLITE: "CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)",
-}
+_MIGRATIONS_TABLE = (
+    "CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
+)
+MIGRATIONS_TABLE_SQL: Mapping[str, str] = {SQLITE: _MIGRATIONS_TABLE, POSTGRES: _MIGRATIONS_TABLE}
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,25 @@ MIGRATIONS: tuple[Migration, ...] = (
             CREATE INDEX judgements_run_step ON judgements (run_id, step, id);
             CREATE INDEX judgements_run ON judgements (run_id, id);
             """,
+            # The document stays TEXT (not JSONB): stored byte for byte as on SQLite, read back by the
+            # same codec. `id` is the paging position (store/postgres.py keeps it in commit order).
+            POSTGRES: """
+            CREATE TABLE judgements (
+                id             BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                judgement_id   TEXT NOT NULL UNIQUE,
+                created_at     TEXT NOT NULL,
+                run_id         TEXT,
+                step           BIGINT,
+                group_key      TEXT,
+                grader         TEXT NOT NULL,
+                judge_model    TEXT,
+                prompt_version TEXT,
+                status         TEXT NOT NULL,
+                doc            TEXT NOT NULL
+            );
+            CREATE INDEX judgements_run_step ON judgements (run_id, step, id);
+            CREATE INDEX judgements_run ON judgements (run_id, id);
+            """,
         },
     ),
     # Idempotency keys (judge_service/idempotency.py). The unique index settles a race between two
@@ -72,6 +93,35 @@ MIGRATIONS: tuple[Migration, ...] = (
             ALTER TABLE judgements ADD COLUMN idempotency_key TEXT;
             ALTER TABLE judgements ADD COLUMN request_hash TEXT;
             CREATE UNIQUE INDEX judgements_idempotency_key ON judgements (idempotency_key);
+            """,
+            POSTGRES: """
+            ALTER TABLE judgements ADD COLUMN idempotency_key TEXT;
+            ALTER TABLE judgements ADD COLUMN request_hash TEXT;
+            CREATE UNIQUE INDEX judgements_idempotency_key ON judgements (idempotency_key);
+            """,
+        },
+    ),
+    # Claims on idempotency keys still being judged (judge_service/idempotency.py): one row per key, held
+    # by one process (`owner`) until `lease_until` (seconds since the epoch on the database's clock, so
+    # replicas never compare their own clocks). Deleted in the transaction that stores the judgement.
+    Migration(
+        "m003_idempotency_claims",
+        {
+            SQLITE: """
+            CREATE TABLE idempotency_claims (
+                idempotency_key TEXT PRIMARY KEY,
+                request_hash    TEXT NOT NULL,
+                owner           TEXT NOT NULL,
+                lease_until     REAL NOT NULL
+            );
+            """,
+            POSTGRES: """
+            CREATE TABLE idempotency_claims (
+                idempotency_key TEXT PRIMARY KEY,
+                request_hash    TEXT NOT NULL,
+                owner           TEXT NOT NULL,
+                lease_until     DOUBLE PRECISION NOT NULL
+            );
             """,
         },
     ),

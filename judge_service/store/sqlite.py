@@ -27,7 +27,7 @@ from typing import TypeVar
 
 from judge_service.schemas import JudgementPage, StoredJudgement
 from judge_service.store import codec, migrations
-from judge_service.store.base import IdempotencyKey, IdempotencyKeyTaken, KeyedJudgement
+from judge_service.store.base import Claim, IdempotencyKey, IdempotencyKeyTaken, KeyedJudgement
 from judge_service.store.migrations import SQLITE, Migration
 
 __all__ = ["SqliteJudgementStore"]
@@ -47,6 +47,21 @@ _INSERT = (
     # A taken key inserts nothing (rowcount 0) instead of raising: no error text to parse.
     " ON CONFLICT (idempotency_key) DO NOTHING"
 )
+
+
+# Seconds since the epoch on the database's clock (idempotency claims' leases).
+_NOW = "((julianday('now') - 2440587.5) * 86400.0)"
+_CLAIM = (
+    "INSERT INTO idempotency_claims (idempotency_key, request_hash, owner, lease_until)"
+    f" VALUES (?, ?, ?, {_NOW} + ?)"
+    " ON CONFLICT (idempotency_key) DO UPDATE SET request_hash = excluded.request_hash,"
+    " owner = excluded.owner, lease_until = excluded.lease_until"
+    f" WHERE idempotency_claims.lease_until < {_NOW} OR idempotency_claims.owner = excluded.owner"
+    " RETURNING owner"
+)
+_RENEW = f"UPDATE idempotency_claims SET lease_until = {_NOW} + ? WHERE idempotency_key = ? AND owner = ?"
+_RELEASE = "DELETE FROM idempotency_claims WHERE idempotency_key = ? AND owner = ?"
+_END_CLAIM = "DELETE FROM idempotency_claims WHERE idempotency_key = ?"
 
 
 def _statements(script: str) -> Iterator[str]:
@@ -264,9 +279,12 @@ class SqliteJudgementStore:
                 except sqlite3.IntegrityError as exc:  # only this statement is backed out
                     errors.append(_integrity_error(exc, pending))
                     continue
-                if inserted == 0 and pending.idempotency is not None:
+                if pending.idempotency is None:
+                    errors.append(None)
+                elif inserted == 0:
                     errors.append(IdempotencyKeyTaken(pending.idempotency.key))
-                else:
+                else:  # the key is settled: no claim on it outlives its judgement
+                    conn.execute(_END_CLAIM, (pending.idempotency.key,))
                     errors.append(None)
             conn.execute("COMMIT")
         except BaseException:
@@ -298,6 +316,43 @@ class SqliteJudgementStore:
             return KeyedJudgement(judgement=codec.load_judgement(found[0]), request_hash=found[1])
 
         return await self._run(select)
+
+    async def claim(self, idempotency: IdempotencyKey, *, owner: str, lease_s: float) -> Claim:
+        def claim() -> Claim:
+            conn = self._connection()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                row = conn.execute(
+                    _CLAIM, (idempotency.key, idempotency.request_hash, owner, lease_s)
+                ).fetchone()
+                if row is not None:
+                    claim = Claim(owned=True, request_hash=idempotency.request_hash)
+                else:
+                    held = conn.execute(
+                        "SELECT request_hash FROM idempotency_claims WHERE idempotency_key = ?",
+                        (idempotency.key,),
+                    ).fetchone()
+                    claim = Claim(owned=False, request_hash=held[0])  # the write lock keeps the row
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            return claim
+
+        return await self._run(claim)
+
+    async def renew(self, key: str, *, owner: str, lease_s: float) -> bool:
+        def renew() -> bool:
+            return self._connection().execute(_RENEW, (lease_s, key, owner)).rowcount == 1
+
+        return await self._run(renew)
+
+    async def release(self, key: str, *, owner: str) -> None:
+        def release() -> None:
+            self._connection().execute(_RELEASE, (key, owner))
+
+        await self._run(release)
 
     async def list_run(
         self, run_id: str, *, step: int | None = None, limit: int = 100, cursor: str | None = None

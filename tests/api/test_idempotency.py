@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
+import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -20,7 +22,7 @@ from judge_service.backends.base import Generation, GenerationRequest
 from judge_service.backends.fake import FakeBackend
 from judge_service.config import Settings
 from judge_service.errors import JudgeBackendError
-from judge_service.idempotency import ScopedKey
+from judge_service.idempotency import ScopedKey, request_hash
 from judge_service.schemas import JudgeRequest, StoredJudgement, Timings, Usage
 from judge_service.store.base import IdempotencyKey
 from judge_service.store.migrations import MIGRATIONS, SQLITE
@@ -119,7 +121,8 @@ async def test_concurrent_duplicates_are_judged_once(tmp_path: Path) -> None:
 
 
 def test_two_processes_racing_on_one_key_store_one_judgement(tmp_path: Path) -> None:
-    """Two services on one database (as two worker processes): the unique index settles the race."""
+    """Two services on one database (as two worker processes): the first claims the key, the other waits
+    for its judgement."""
     db = tmp_path / "shared.sqlite3"
     backends = [FakeBackend(latency_s=0.3), FakeBackend(latency_s=0.3)]
     clients = [make_client(tmp_path / f"w{i}", b, db_path=db) for i, b in enumerate(backends)]
@@ -131,10 +134,66 @@ def test_two_processes_racing_on_one_key_store_one_judgement(tmp_path: Path) -> 
             responses = [f.result() for f in futures]
     assert [r.status_code for r in responses] == [200, 200]
     assert responses[0].json()["judgement_id"] == responses[1].json()["judgement_id"]
-    assert sum(len(b.requests) for b in backends) == 2  # both judged: neither could see the other
+    assert sum(len(b.requests) for b in backends) == 1
     with sqlite3.connect(db) as conn:
         rows = conn.execute("SELECT count(*) FROM judgements WHERE idempotency_key = 'race'").fetchone()
     assert rows == (1,)
+
+
+def hold_claim(db: Path, key_value: str, request_hash: str, *, lease_s: float) -> None:
+    """A claim as another process (one that crashed, or is still judging) would have left it."""
+    with closing(sqlite3.connect(db)) as conn, conn:
+        conn.execute(
+            "INSERT INTO idempotency_claims VALUES (?, ?, 'other-process', "
+            "(julianday('now') - 2440587.5) * 86400.0 + ?)",
+            (key_value, request_hash, lease_s),
+        )
+
+
+def test_a_key_held_by_a_crashed_process_is_taken_over_when_its_lease_lapses(tmp_path: Path) -> None:
+    db = tmp_path / "shared.sqlite3"
+    backend = FakeBackend()
+    with make_client(tmp_path, backend, db_path=db) as c:
+        wait_ready(c)
+        digest = request_hash(JudgeRequest.model_validate(group(2)))
+        hold_claim(db, "lapsing", digest, lease_s=0.6)
+        started = time.monotonic()
+        response = c.post("/v1/judge", json=group(2), headers=key("lapsing"))
+        waited = time.monotonic() - started
+    assert response.status_code == 200
+    assert len(backend.requests) == 1
+    assert waited >= 0.5  # it waited for the lease instead of judging beside a live holder
+
+
+def test_a_key_held_elsewhere_for_another_request_is_409(tmp_path: Path) -> None:
+    db = tmp_path / "shared.sqlite3"
+    backend = FakeBackend()
+    with make_client(tmp_path, backend, db_path=db) as c:
+        wait_ready(c)
+        hold_claim(db, "held", "another-request", lease_s=60)
+        response = c.post("/v1/judge", json=group(2), headers=key("held"))
+    assert response.status_code == 409
+    assert "still being judged" in response.json()["error"]["message"]
+    assert backend.requests == []
+
+
+def test_when_the_holder_fails_the_waiting_duplicate_judges(tmp_path: Path) -> None:
+    db = tmp_path / "shared.sqlite3"
+    failing = FakeBackend(script=[JudgeBackendError("endpoint down")], latency_s=0.3)
+    working = FakeBackend()
+    with (
+        make_client(tmp_path / "a", failing, db_path=db, parse_retries=0) as a,
+        make_client(tmp_path / "b", working, db_path=db) as b,
+    ):
+        wait_ready(a)
+        wait_ready(b)
+        with ThreadPoolExecutor(2) as pool:
+            first = pool.submit(a.post, "/v1/judge", json=group(2), headers=key("fails"))
+            time.sleep(0.1)  # a holds the key now
+            second = pool.submit(b.post, "/v1/judge", json=group(2), headers=key("fails"))
+            assert first.result().status_code == 502
+            assert second.result().status_code == 200
+    assert len(working.requests) == 1  # released at once: b did not wait for a lease to lapse
 
 
 # --------------------------------------------------------------------------- batches

@@ -12,9 +12,11 @@ from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from judge_service.store.base import JudgementStore
+from judge_service.store.postgres import PostgresJudgementStore
 from judge_service.store.sqlite import SqliteJudgementStore
 
 
@@ -39,12 +41,35 @@ async def _sqlite(tmp_path: Path) -> StoreUnderTest:
     return StoreUnderTest(SqliteJudgementStore(path), count, lambda: SqliteJudgementStore(path))
 
 
-BACKENDS = {"sqlite": _sqlite}
+def postgres_count(url: str) -> int:
+    with psycopg.connect(url) as conn:
+        row = conn.execute("SELECT count(*) FROM judgements").fetchone()
+        assert row is not None
+        return int(row[0])
+
+
+async def _postgres(request: pytest.FixtureRequest) -> StoreUnderTest:
+    url = request.getfixturevalue("postgres_url")
+
+    async def count() -> int:
+        return postgres_count(url)
+
+    def store() -> PostgresJudgementStore:
+        return PostgresJudgementStore(url, migrate_on_open=True)
+
+    return StoreUnderTest(store(), count, store)
+
+
+async def _sqlite_backend(request: pytest.FixtureRequest) -> StoreUnderTest:
+    return await _sqlite(request.getfixturevalue("tmp_path"))
+
+
+BACKENDS = {"sqlite": _sqlite_backend, "postgres": _postgres}
 
 
 @pytest.fixture(params=sorted(BACKENDS))
-async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[StoreUnderTest]:
-    under_test = await BACKENDS[request.param](tmp_path)
+async def backend(request: pytest.FixtureRequest) -> AsyncIterator[StoreUnderTest]:
+    under_test = await BACKENDS[request.param](request)
     await under_test.store.open()
     yield under_test
     await under_test.store.close()

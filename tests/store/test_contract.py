@@ -9,7 +9,7 @@ import pytest
 
 from judge_service.errors import InvalidGroupError
 from judge_service.schemas import JudgeResponse
-from judge_service.store.base import IdempotencyKey, IdempotencyKeyTaken, JudgementStore
+from judge_service.store.base import Claim, IdempotencyKey, IdempotencyKeyTaken, JudgementStore
 from tests.store.conftest import StoreUnderTest
 from tests.store.samples import make_judgement
 
@@ -197,3 +197,44 @@ async def test_methods_after_close_raise(store: JudgementStore) -> None:
         await store.get_by_idempotency_key("x")
     with pytest.raises(RuntimeError, match="closed"):
         await store.open()
+
+
+async def test_claim_is_held_by_one_owner_until_released(store: JudgementStore) -> None:
+    key = IdempotencyKey("claimed", "hash-a")
+    assert await store.claim(key, owner="replica-1", lease_s=60) == Claim(owned=True, request_hash="hash-a")
+    # Another owner finds it held, and for which request.
+    held = await store.claim(IdempotencyKey("claimed", "hash-b"), owner="replica-2", lease_s=60)
+    assert held == Claim(owned=False, request_hash="hash-a")
+    assert await store.claim(key, owner="replica-1", lease_s=60) == Claim(owned=True, request_hash="hash-a")
+    await store.release("claimed", owner="replica-2")  # not the holder: nothing happens
+    assert not (await store.claim(key, owner="replica-2", lease_s=60)).owned
+    await store.release("claimed", owner="replica-1")
+    assert (await store.claim(key, owner="replica-2", lease_s=60)).owned
+
+
+async def test_a_lapsed_lease_is_taken_over_and_renew_says_who_holds_it(store: JudgementStore) -> None:
+    key = IdempotencyKey("lapsing", "h")
+    assert (await store.claim(key, owner="crashed", lease_s=0.2)).owned
+    assert not (await store.claim(key, owner="survivor", lease_s=60)).owned
+    assert await store.renew("lapsing", owner="crashed", lease_s=0.2)  # still its own
+    await asyncio.sleep(0.35)  # lapsed: the holder stopped renewing
+    assert (await store.claim(key, owner="survivor", lease_s=60)).owned
+    assert not await store.renew("lapsing", owner="crashed", lease_s=60)  # it knows it lost the key
+    assert await store.renew("lapsing", owner="survivor", lease_s=60)
+
+
+async def test_saving_under_a_key_ends_its_claim(store: JudgementStore) -> None:
+    key = IdempotencyKey("settled", "h")
+    assert (await store.claim(key, owner="replica-1", lease_s=60)).owned
+    await store.save(make_judgement("settled-1"), idempotency=key)
+    # The claim went with the commit: another owner may claim (and will find the judgement first).
+    assert (await store.claim(key, owner="replica-2", lease_s=60)).owned
+    assert not await store.renew("settled", owner="replica-1", lease_s=60)
+
+
+async def test_a_save_that_lost_its_key_leaves_the_winners_claim_alone(store: JudgementStore) -> None:
+    await store.save(make_judgement("first"), idempotency=IdempotencyKey("k", "h"))
+    assert (await store.claim(IdempotencyKey("k", "h"), owner="late", lease_s=60)).owned
+    with pytest.raises(IdempotencyKeyTaken):
+        await store.save(make_judgement("second"), idempotency=IdempotencyKey("k", "h"))
+    assert await store.renew("k", owner="late", lease_s=60)

@@ -55,6 +55,9 @@ def query(path: Path, sql: str) -> list[tuple[Any, ...]]:
         return conn.execute(sql).fetchall()
 
 
+ALL_NAMES = ["m001_judgements", "m002_idempotency_keys", "m003_idempotency_claims"]
+
+
 def user_version(path: Path) -> int:
     return int(query(path, "PRAGMA user_version")[0][0])
 
@@ -80,7 +83,7 @@ async def test_satisfies_protocol_creates_parent_dirs_and_is_durable(
 
 
 async def test_migrations_are_recorded_by_name(store: SqliteJudgementStore, db_path: Path) -> None:
-    assert applied(db_path) == [m.name for m in MIGRATIONS] == ["m001_judgements", "m002_idempotency_keys"]
+    assert applied(db_path) == [m.name for m in MIGRATIONS] == ALL_NAMES
     assert user_version(db_path) == len(MIGRATIONS)  # what older builds read
 
 
@@ -110,7 +113,7 @@ async def test_a_database_of_the_previous_build_upgrades_in_place(tmp_path: Path
     s = SqliteJudgementStore(path)
     await s.open()
     try:
-        assert applied(path) == ["m001_judgements", "m002_idempotency_keys"]
+        assert applied(path) == ALL_NAMES
         for judgement_id in OLD_IDS:
             found = await s.get(judgement_id)
             assert found is not None and found.run_id == "fixture-run"
@@ -124,7 +127,7 @@ async def test_a_database_of_the_previous_build_upgrades_in_place(tmp_path: Path
         await s.close()
 
 
-async def test_a_version_1_database_gets_the_second_migration(db_path: Path) -> None:
+async def test_a_version_1_database_gets_the_later_migrations(db_path: Path) -> None:
     db_path.parent.mkdir(parents=True)
     with closing(sqlite3.connect(db_path)) as conn:  # as the first release left it
         conn.executescript(MIGRATIONS[0].script(SQLITE))
@@ -132,7 +135,7 @@ async def test_a_version_1_database_gets_the_second_migration(db_path: Path) -> 
     s = SqliteJudgementStore(db_path)
     await s.open()
     await s.close()
-    assert applied(db_path) == ["m001_judgements", "m002_idempotency_keys"]
+    assert applied(db_path) == ALL_NAMES
     assert "idempotency_key" in {r[1] for r in query(db_path, "PRAGMA table_info(judgements)")}
 
 

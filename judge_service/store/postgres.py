@@ -1,0 +1,415 @@
+"""PostgreSQL store of judgements, shared by every replica of the service (JUDGE_DATABASE_URL=postgresql://).
+
+The same contract as the embedded SQLite store (store/base.py), on a pool of autocommit connections
+(psycopg 3) with explicit transactions:
+
+- Acknowledged means committed: `save()` returns after its transaction's COMMIT, with the server's
+  default `synchronous_commit=on` (checked at open: a server set to `off` is refused).
+- Group commit: saves that arrive while a batch is being written are queued and written together in
+  the next transaction, one commit for all of them (up to MAX_ROWS_PER_COMMIT), exactly as on SQLite.
+  A row that breaks a constraint fails only its own save (ON CONFLICT DO NOTHING, then the rows not
+  inserted are told apart), never the batch.
+- Paging without gaps across replicas: keyset paging on `id` skips a row whose id was taken before a
+  page was read but committed after it. Each write transaction therefore takes one transaction-scoped
+  advisory lock before it takes ids, so ids become visible in the order they were taken. Writes are
+  batches, so this serializes commits, not rows.
+- Migrations (store/migrations.py) run under an advisory lock, one transaction each, so replicas and the
+  `judge-service migrate` job can start together. By default a replica does not migrate: it refuses to
+  start on a database with pending migrations and names the command that applies them.
+- A database that cannot be reached (restart, failover, pool exhausted) raises StoreUnavailableError; the
+  pool checks each connection before lending it, so the store recovers by itself when the server is back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import psycopg
+from psycopg_pool import AsyncConnectionPool
+
+from judge_service.errors import StoreUnavailableError
+from judge_service.schemas import JudgementPage, StoredJudgement
+from judge_service.store import codec, migrations
+from judge_service.store.base import (
+    Claim,
+    IdempotencyKey,
+    IdempotencyKeyTaken,
+    KeyedJudgement,
+)
+from judge_service.store.migrations import POSTGRES
+
+__all__ = ["PostgresJudgementStore"]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+MAX_ROWS_PER_COMMIT = 256
+# Advisory lock keys (any two distinct bigints): one for migrations, one that orders id-taking writes.
+_MIGRATION_LOCK = 0x6A756467_65000001
+_WRITE_LOCK = 0x6A756467_65000002
+
+_NOW = "extract(epoch from clock_timestamp())"
+_INSERT = (
+    "INSERT INTO judgements (judgement_id, created_at, run_id, step, group_key, grader,"
+    " judge_model, prompt_version, status, doc, idempotency_key, request_hash)"
+    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+    " ON CONFLICT DO NOTHING RETURNING judgement_id"
+)
+_CLAIM = (
+    "INSERT INTO idempotency_claims AS c (idempotency_key, request_hash, owner, lease_until)"
+    f" VALUES (%s, %s, %s, {_NOW} + %s)"
+    " ON CONFLICT (idempotency_key) DO UPDATE SET request_hash = excluded.request_hash,"
+    " owner = excluded.owner, lease_until = excluded.lease_until"
+    f" WHERE c.lease_until < {_NOW} OR c.owner = excluded.owner"
+    " RETURNING owner"
+)
+
+
+@dataclass
+class _PendingSave:
+    judgement_id: str
+    idempotency: IdempotencyKey | None
+    row: tuple[object, ...]
+    done: asyncio.Future[None]
+
+
+class PostgresJudgementStore:
+    """`JudgementStore` on PostgreSQL. Call `open()` before use and `close()` at shutdown."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        pool_size: int = 10,
+        timeout_s: float = 5.0,
+        migrate_on_open: bool = False,
+    ) -> None:
+        self._url = url
+        self._pool_size = pool_size
+        self._timeout_s = timeout_s
+        self._migrate_on_open = migrate_on_open
+        self._pool: AsyncConnectionPool | None = None
+        self._closed = False
+        self._pending: list[_PendingSave] = []
+        self._writer: asyncio.Task[None] | None = None
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _live_pool(self) -> AsyncConnectionPool:
+        if self._closed:
+            raise RuntimeError("the judgement store is closed")
+        if self._pool is None:
+            raise RuntimeError("the judgement store is not open")
+        return self._pool
+
+    async def _run(self, work: Callable[[psycopg.AsyncConnection[Any]], Awaitable[T]]) -> T:
+        """`work` on a pooled connection; StoreUnavailableError when the server cannot be reached."""
+        pool = self._live_pool()
+        try:
+            async with pool.connection() as conn:
+                return await work(conn)
+        except psycopg.OperationalError as exc:  # includes the pool's timeout
+            log.warning("judgement database %s unavailable: %s", self._where, _first_line(exc))
+            # The server's address and error stay in the log, not in what callers see.
+            raise StoreUnavailableError(
+                "the judgement database is unavailable; retry in a few seconds"
+            ) from exc
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def open(self) -> None:
+        """Connect; migrate when asked to (else refuse a database with pending migrations). Idempotent."""
+        if self._closed:
+            raise RuntimeError("the judgement store is closed")
+        if self._pool is not None:
+            return
+        pool = AsyncConnectionPool(
+            self._url,
+            min_size=1,
+            max_size=self._pool_size,
+            timeout=self._timeout_s,
+            kwargs={"autocommit": True, "connect_timeout": max(1, round(self._timeout_s))},
+            check=AsyncConnectionPool.check_connection,
+            open=False,
+        )
+        try:
+            await pool.open(wait=True, timeout=self._timeout_s)
+            self._pool = pool
+            if self._migrate_on_open:
+                await self.migrate()
+            else:
+                await self._require_current_schema()
+            await self._require_durable_commits()
+        except BaseException:
+            self._pool = None
+            await pool.close()
+            raise
+
+    async def migrate(self) -> list[str]:
+        """Apply the pending named migrations (one transaction each, under an advisory lock); their names."""
+        if self._pool is None:
+            raise RuntimeError("the judgement store is not open")
+        applied_now: list[str] = []
+        while True:
+            name = await self._run(self._migrate_one)
+            if name is None:
+                return applied_now
+            log.info("judgement database: applied migration %s", name)
+            applied_now.append(name)
+
+    async def _migrate_one(self, conn: psycopg.AsyncConnection[Any]) -> str | None:
+        async with conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+            await conn.execute(migrations.MIGRATIONS_TABLE_SQL[POSTGRES])
+            todo = migrations.pending(await _applied(conn), migrations.MIGRATIONS, where=self._where)
+            if not todo:
+                return None
+            await conn.execute(todo[0].script(POSTGRES))  # no parameters: several statements may run
+            await conn.execute(
+                "INSERT INTO schema_migrations (name, applied_at) VALUES (%s, %s)",
+                (todo[0].name, datetime.now(UTC).isoformat()),
+            )
+            return todo[0].name
+
+    async def _require_current_schema(self) -> None:
+        async def pending(conn: psycopg.AsyncConnection[Any]) -> list[str]:
+            exists = await (
+                await conn.execute("SELECT to_regclass('schema_migrations') IS NOT NULL")
+            ).fetchone()
+            applied = await _applied(conn) if exists and exists[0] else []
+            return [m.name for m in migrations.pending(applied, migrations.MIGRATIONS, where=self._where)]
+
+        todo = await self._run(pending)
+        if todo:
+            raise RuntimeError(
+                f"judgement database {self._where} has pending migrations ({', '.join(todo)}); apply them "
+                "with `judge-service migrate` (once per deployment, before the replicas start), or set "
+                "JUDGE_MIGRATE_ON_START=true"
+            )
+
+    async def _require_durable_commits(self) -> None:
+        async def setting(conn: psycopg.AsyncConnection[Any]) -> str:
+            row = await (await conn.execute("SHOW synchronous_commit")).fetchone()
+            return str(row[0]) if row else ""
+
+        value = await self._run(setting)
+        if value == "off":
+            raise RuntimeError(
+                f"judgement database {self._where} has synchronous_commit=off: a judgement acknowledged to a "
+                "trainer could be lost in a crash; set it to on (the default) for this database or role"
+            )
+
+    @property
+    def _where(self) -> str:
+        info = psycopg.conninfo.conninfo_to_dict(self._url)
+        return f"postgresql://{info.get('host', '')}:{info.get('port', 5432)}/{info.get('dbname', '')}"
+
+    async def close(self) -> None:
+        """Write the saves already accepted, then close the pool; later calls raise. Idempotent."""
+        if self._closed:
+            return
+        while self._writer is not None:
+            await asyncio.shield(self._writer)
+        self._closed = True
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None
+
+    # ------------------------------------------------------------------ writes
+
+    async def save(self, judgement: StoredJudgement, *, idempotency: IdempotencyKey | None = None) -> None:
+        """Write one judgement and commit it; ValueError if its id is already stored, IdempotencyKeyTaken if
+        another judgement holds its key, StoreUnavailableError if the server could not be reached."""
+        self._live_pool()
+        row = (
+            judgement.judgement_id,
+            judgement.created_at.isoformat(),
+            judgement.run_id,
+            judgement.step,
+            judgement.group_key,
+            judgement.grader,
+            judgement.judge_model,
+            judgement.prompt_version,
+            judgement.status,
+            codec.document(judgement),
+            idempotency.key if idempotency else None,
+            idempotency.request_hash if idempotency else None,
+        )
+        pending = _PendingSave(
+            judgement.judgement_id, idempotency, row, asyncio.get_running_loop().create_future()
+        )
+        self._pending.append(pending)
+        if self._writer is None:
+            self._writer = asyncio.create_task(self._write_pending())
+        await pending.done
+
+    async def _write_pending(self) -> None:
+        try:
+            while self._pending:
+                batch = self._pending[:MAX_ROWS_PER_COMMIT]
+                del self._pending[:MAX_ROWS_PER_COMMIT]
+                try:
+                    errors = await self._run(functools.partial(self._insert_batch, batch=batch))
+                except Exception as exc:  # the transaction failed as a whole: every save in it fails
+                    errors = [exc] * len(batch)
+                except BaseException:
+                    for pending in batch + self._pending:
+                        pending.done.cancel()
+                    self._pending.clear()
+                    raise
+                for pending, error in zip(batch, errors, strict=True):
+                    _settle(pending, error)
+        finally:
+            self._writer = None
+
+    async def _insert_batch(
+        self, conn: psycopg.AsyncConnection[Any], *, batch: Sequence[_PendingSave]
+    ) -> list[Exception | None]:
+        async with conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_WRITE_LOCK,))
+            inserted: list[bool] = []
+            async with conn.cursor() as cur:
+                await cur.executemany(_INSERT, [p.row for p in batch], returning=True)
+                while True:
+                    inserted.append(cur.rowcount == 1)
+                    if not cur.nextset():
+                        break
+            refused = [p.judgement_id for p, ok in zip(batch, inserted, strict=True) if not ok]
+            stored_ids: set[str] = set()
+            if refused:
+                # A refused row whose id is stored broke the id's uniqueness; any other lost its key.
+                rows = await (
+                    await conn.execute(
+                        "SELECT judgement_id FROM judgements WHERE judgement_id = ANY(%s)", (refused,)
+                    )
+                ).fetchall()
+                stored_ids = {r[0] for r in rows}
+            settled = [
+                p.idempotency.key for p, ok in zip(batch, inserted, strict=True) if ok and p.idempotency
+            ]
+            if settled:  # no claim outlives its judgement
+                await conn.execute(
+                    "DELETE FROM idempotency_claims WHERE idempotency_key = ANY(%s)", (settled,)
+                )
+        errors: list[Exception | None] = []
+        for pending, ok in zip(batch, inserted, strict=True):
+            if ok:
+                errors.append(None)
+            elif pending.idempotency is not None and pending.judgement_id not in stored_ids:
+                errors.append(IdempotencyKeyTaken(pending.idempotency.key))
+            else:
+                errors.append(
+                    ValueError(f"judgement {pending.judgement_id!r} is already stored; ids must be unique")
+                )
+        return errors
+
+    async def claim(self, idempotency: IdempotencyKey, *, owner: str, lease_s: float) -> Claim:
+        async def claim(conn: psycopg.AsyncConnection[Any]) -> Claim:
+            while True:
+                won = await (
+                    await conn.execute(_CLAIM, (idempotency.key, idempotency.request_hash, owner, lease_s))
+                ).fetchone()
+                if won is not None:
+                    return Claim(owned=True, request_hash=idempotency.request_hash)
+                held = await (
+                    await conn.execute(
+                        "SELECT request_hash FROM idempotency_claims WHERE idempotency_key = %s",
+                        (idempotency.key,),
+                    )
+                ).fetchone()
+                if held is not None:
+                    return Claim(owned=False, request_hash=str(held[0]))
+                # The holder finished between the two statements: claim again.
+
+        return await self._run(claim)
+
+    async def renew(self, key: str, *, owner: str, lease_s: float) -> bool:
+        async def renew(conn: psycopg.AsyncConnection[Any]) -> bool:
+            cur = await conn.execute(
+                f"UPDATE idempotency_claims SET lease_until = {_NOW} + %s WHERE idempotency_key = %s"
+                " AND owner = %s",
+                (lease_s, key, owner),
+            )
+            return cur.rowcount == 1
+
+        return await self._run(renew)
+
+    async def release(self, key: str, *, owner: str) -> None:
+        async def release(conn: psycopg.AsyncConnection[Any]) -> None:
+            await conn.execute(
+                "DELETE FROM idempotency_claims WHERE idempotency_key = %s AND owner = %s", (key, owner)
+            )
+
+        await self._run(release)
+
+    # ------------------------------------------------------------------ reads
+
+    async def get(self, judgement_id: str) -> StoredJudgement | None:
+        async def select(conn: psycopg.AsyncConnection[Any]) -> StoredJudgement | None:
+            found = await (
+                await conn.execute("SELECT doc FROM judgements WHERE judgement_id = %s", (judgement_id,))
+            ).fetchone()
+            return None if found is None else codec.load_judgement(found[0])
+
+        return await self._run(select)
+
+    async def get_by_idempotency_key(self, key: str) -> KeyedJudgement | None:
+        async def select(conn: psycopg.AsyncConnection[Any]) -> KeyedJudgement | None:
+            found = await (
+                await conn.execute(
+                    "SELECT doc, request_hash FROM judgements WHERE idempotency_key = %s", (key,)
+                )
+            ).fetchone()
+            if found is None:
+                return None
+            return KeyedJudgement(judgement=codec.load_judgement(found[0]), request_hash=found[1])
+
+        return await self._run(select)
+
+    async def list_run(
+        self, run_id: str, *, step: int | None = None, limit: int = 100, cursor: str | None = None
+    ) -> JudgementPage:
+        """A run's judgements oldest first, `limit` per page, keyset-paginated on id."""
+        if limit < 1:
+            raise ValueError(f"limit must be at least 1, got {limit}")
+        after = 0 if cursor is None else codec.decode_cursor(cursor)
+        sql = "SELECT id, doc FROM judgements WHERE run_id = %s AND id > %s"
+        params: list[object] = [run_id, after]
+        if step is not None:
+            sql += " AND step = %s"
+            params.append(step)
+        sql += " ORDER BY id LIMIT %s"
+        params.append(limit + 1)
+
+        async def select(conn: psycopg.AsyncConnection[Any]) -> JudgementPage:
+            rows = await (await conn.execute(sql, params)).fetchall()
+            page, more = rows[:limit], len(rows) > limit
+            items = [codec.page_item(doc) for _, doc in page]
+            return JudgementPage(items=items, next_cursor=codec.encode_cursor(page[-1][0]) if more else None)
+
+        return await self._run(select)
+
+
+async def _applied(conn: psycopg.AsyncConnection[Any]) -> list[str]:
+    rows = await (await conn.execute("SELECT name FROM schema_migrations ORDER BY name")).fetchall()
+    return [str(r[0]) for r in rows]
+
+
+def _settle(pending: _PendingSave, error: Exception | None) -> None:
+    if pending.done.done():
+        return
+    if error is None:
+        pending.done.set_result(None)
+    else:
+        pending.done.set_exception(error)
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
