@@ -21,6 +21,11 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--host", help="overrides JUDGE_HOST")
     serve.add_argument("--port", type=int, help="overrides JUDGE_PORT")
     commands.add_parser("prepare-model", help="prepare the embedded default model and print its folder")
+    commands.add_parser(
+        "migrate",
+        help="apply the judgement database's pending migrations (JUDGE_DATABASE_URL); a deployment runs it "
+        "once, before its replicas start",
+    )
     tools_cli.add_commands(commands)
     args = parser.parse_args(argv)
     if args.command in tools_cli.COMMANDS:
@@ -33,8 +38,30 @@ def main(argv: list[str] | None = None) -> int:
 
         print(prepared_model_dir(settings.home_dir))
         return 0
+    if args.command == "migrate":
+        return _migrate(settings)
     overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
     return _serve(settings.model_copy(update=overrides))
+
+
+def _migrate(settings: Settings) -> int:
+    """Open the configured store with migrations on (each applied one is logged by name), then close."""
+    import asyncio
+
+    from judge_service.store.factory import build_store
+
+    async def migrate() -> None:
+        store = build_store(settings, migrate_on_open=True)
+        await store.open()
+        await store.close()
+
+    try:
+        asyncio.run(migrate())
+    except Exception as exc:  # a database that cannot be reached or is newer than this build
+        print(f"judge-service migrate: {exc}", file=sys.stderr)
+        return 1
+    print("judgement database is up to date")
+    return 0
 
 
 def _serve(settings: Settings) -> int:

@@ -16,6 +16,7 @@ MAX_TEXT_CHARS = 20_000
 MAX_BATCH_GROUPS = 256
 MAX_ORDERS = 4  # answer orders a group may be judged under (judging/llm/orders.py)
 RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$"
+MAX_STEP = 2**63 - 1  # the largest integer both stores hold (SQLite INTEGER, PostgreSQL BIGINT)
 MAX_MEMBER_DEADLINE_S = 3600.0  # the longest a member may wait for its group
 
 
@@ -146,7 +147,7 @@ class JudgeRequest(StrictModel):
     )
     options: RuleOptions = Field(default_factory=RuleOptions)
     run_id: str | None = Field(default=None, pattern=RUN_ID_PATTERN)
-    step: int | None = Field(default=None, ge=0)
+    step: int | None = Field(default=None, ge=0, le=MAX_STEP)
     group_key: Text | None = Field(default=None, max_length=256)
     seed: int | None = Field(
         default=None, ge=0, le=2**32 - 1, description="Seeds the shuffled answer order; default: from the id."
@@ -187,7 +188,7 @@ class MemberRequest(StrictModel):
     terms: list[GraderTerm] | None = Field(default=None, min_length=1, max_length=8)
     options: RuleOptions = Field(default_factory=RuleOptions)
     run_id: str | None = Field(default=None, pattern=RUN_ID_PATTERN)
-    step: int | None = Field(default=None, ge=0)
+    step: int | None = Field(default=None, ge=0, le=MAX_STEP)
     orders: int = Field(default=1, ge=1, le=MAX_ORDERS)
     deadline_s: float | None = Field(
         default=None,
@@ -347,7 +348,7 @@ class RegradeRequest(StrictModel):
         default=None, min_length=1, max_length=MAX_BATCH_GROUPS
     )
     run_id: str | None = Field(default=None, pattern=RUN_ID_PATTERN)
-    step: int | None = Field(default=None, ge=0, description="With run_id: only this step.")
+    step: int | None = Field(default=None, ge=0, le=MAX_STEP, description="With run_id: only this step.")
     limit: int = Field(default=64, ge=1, le=MAX_BATCH_GROUPS, description="With run_id: judgements per call.")
     cursor: str | None = Field(default=None, max_length=64, description="With run_id: the last next_cursor.")
     grader: str | None = Field(default=None, min_length=1, max_length=64)
@@ -472,7 +473,7 @@ class RunSelection(StrictModel):
     run_id: str | None = Field(
         default=None, pattern=RUN_ID_PATTERN, description="Read the run's stored judgements."
     )
-    step: int | None = Field(default=None, ge=0, description="With run_id: only this step.")
+    step: int | None = Field(default=None, ge=0, le=MAX_STEP, description="With run_id: only this step.")
     fingerprint: str | None = Field(default=None, max_length=64, description="With run_id: only this grader.")
 
 

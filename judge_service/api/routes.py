@@ -10,6 +10,7 @@ from judge_service.api.auth import caller_of
 from judge_service.api.deps import AssemblyDep, ServiceDep
 from judge_service.api.headers import idempotency_key_header
 from judge_service.schemas import (
+    MAX_STEP,
     RUN_ID_PATTERN,
     BatchJudgeRequest,
     BatchJudgeResponse,
@@ -88,7 +89,7 @@ async def get_judgement(judgement_id: JudgementId, service: ServiceDep) -> Store
 async def list_run_judgements(
     run_id: RunId,
     service: ServiceDep,
-    step: Annotated[int | None, Query(ge=0)] = None,
+    step: Annotated[int | None, Query(ge=0, le=MAX_STEP)] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
     cursor: Annotated[str | None, Query(max_length=64)] = None,
 ) -> JudgementPage:

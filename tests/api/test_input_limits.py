@@ -199,6 +199,20 @@ def test_unpaired_surrogate_is_refused(client: TestClient) -> None:
     assert "answers.0.text" in response.json()["error"]["message"]
 
 
+@pytest.mark.parametrize("path", ["/v1/judge", "/v1/judge/member"])
+def test_a_step_no_store_can_hold_is_refused(client: TestClient, path: str) -> None:
+    body = group(2, step=2**63)
+    if path == "/v1/judge/member":
+        answers = body.pop("answers")
+        body = {**body, "group_key": "g", "group_size": 1, "answer": answers[0]}
+    response = client.post(path, json=body)
+    assert response.status_code == 422, response.text
+    assert response.json()["error"]["details"][0]["field"] == "step"
+    listed = client.get("/v1/runs/r/judgements", params={"step": 2**63})
+    assert listed.status_code == 422 and "step" in listed.text
+    assert client.post(path, json={**body, "step": 2**63 - 1}).status_code == 200
+
+
 def test_stored_judgements_are_not_revalidated_against_new_input_rules() -> None:
     request = JudgeRequest.model_validate(group(1)).model_dump()
     request["answers"][0]["text"] = "old \x01 text"
