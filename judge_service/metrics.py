@@ -39,6 +39,9 @@ class JudgeMetrics:
         self.completion_tokens = Counter(
             "judge_completion_tokens_total", "Completion tokens the judge produced", registry=r
         )
+        self.judge_replies = Counter(
+            "judge_replies_total", "Replies the judge backend returned (one per judge call)", registry=r
+        )
         self.parse_failures = Counter(
             "judge_parse_failures_total", "Judge replies with at least one invalid answer entry", registry=r
         )

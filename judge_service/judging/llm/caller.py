@@ -131,6 +131,7 @@ class JudgeCaller:
                         self._metrics.retries.labels(reason="invalid_output").inc()
                     request = replace(generation, request_id=f"{generation.request_id}-{attempt}")
                     reply = await self._backend.generate(request)
+                    self._metrics.judge_replies.inc()
                     outcome.raw_outputs.append(reply.text)
                     outcome.usage.prompt_tokens += reply.prompt_tokens
                     outcome.usage.completion_tokens += reply.completion_tokens
