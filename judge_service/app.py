@@ -16,7 +16,8 @@ from judge_service.api.drain import DrainGate, DrainState
 from judge_service.api.errors import install_error_handlers
 from judge_service.api.limits import BodySizeLimit
 from judge_service.api.request_metrics import RequestMetrics
-from judge_service.assembly import AssemblySettings, GroupAssembly
+from judge_service.assembly import AssemblySettings, GroupAssembly, MemberAssembly
+from judge_service.assembly_shared import SharedGroupAssembly
 from judge_service.backends.base import JudgeBackend
 from judge_service.backends.factory import build_backend
 from judge_service.config import Settings
@@ -79,16 +80,18 @@ def create_app(
             idempotency_lease_s=settings.idempotency_lease_s,
         )
         app.state.service = service
-        app.state.assembly = assembly = GroupAssembly(
-            service,
-            metrics,
-            AssemblySettings(
-                deadline_s=settings.member_deadline_s,
-                min_members=settings.member_min_members,
-                max_open_groups=settings.member_max_open_groups,
-                max_waiting=settings.member_max_waiting,
-            ),
+        assembly_settings = AssemblySettings(
+            deadline_s=settings.member_deadline_s,
+            min_members=settings.member_min_members,
+            max_open_groups=settings.member_max_open_groups,
+            max_waiting=settings.member_max_waiting,
         )
+        assembly: MemberAssembly
+        if settings.resolved_member_assembly() == "shared":
+            assembly = SharedGroupAssembly(service, judgement_store, metrics, assembly_settings)
+        else:
+            assembly = GroupAssembly(service, metrics, assembly_settings)
+        app.state.assembly = assembly
         drain.reopen()
         following = asyncio.create_task(
             follow_backend(

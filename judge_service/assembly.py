@@ -18,7 +18,8 @@ Rules:
 - Bounded: at most JUDGE_MEMBER_MAX_OPEN_GROUPS groups open and JUDGE_MEMBER_MAX_WAITING members waiting;
   beyond them 429 with Retry-After. At shutdown, waiting members get 503 `shutting_down` (they retry).
 Groups are identified per caller (API key) and run: two tenants' groups never meet.
-This assembles groups within one process; members of a group must reach the same process.
+This assembles groups within one process (JUDGE_MEMBER_ASSEMBLY=local): members of a group must reach the
+same process. assembly_shared.py assembles them in the store, across replicas.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import logging
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from judge_service.errors import ConflictError, OverloadedError, ShuttingDownError
 from judge_service.metrics import JudgeMetrics
@@ -47,6 +48,15 @@ log = logging.getLogger(__name__)
 
 INCOMPLETE_KEPT = 10_000  # groups closed incomplete, remembered so late members hear it
 ClosedBy = Literal["size", "deadline", "stored"]
+
+
+class MemberAssembly(Protocol):
+    """Holds member requests until their group can be judged: GroupAssembly in one process,
+    assembly_shared.SharedGroupAssembly across replicas."""
+
+    async def submit(self, member: MemberRequest, *, caller: str | None) -> MemberResponse: ...
+
+    async def shut_down(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -92,7 +102,7 @@ class GroupAssembly:
         if group is None:
             stored = await self._service.stored_under(key, caller)
             if stored is not None:
-                return _from_stored(stored, member)
+                return from_stored(stored, member)
             if (caller, key) in self._incomplete:
                 raise ConflictError(
                     f"group {member.group_key!r} closed incomplete at its deadline; its members were "
@@ -147,8 +157,7 @@ class GroupAssembly:
 
     @staticmethod
     def _check_same_group(group: _OpenGroup, member: MemberRequest) -> None:
-        sent = member.group_fields()
-        differing = sorted(name for name, value in group.fixed.items() if sent.get(name) != value)
+        differing = differing_fields(group.fixed, member.group_fields())
         if differing:
             raise ConflictError(
                 f"this member of group {member.group_key!r} differs from the group's first member in: "
@@ -174,7 +183,16 @@ class GroupAssembly:
             self._incomplete[(group.caller, group.key)] = None
             while len(self._incomplete) > INCOMPLETE_KEPT:
                 self._incomplete.popitem(last=False)
-            self._settle(group, lambda answer_id: _incomplete(group, answer_id))
+            self._settle(
+                group,
+                lambda answer_id: incomplete_reply(
+                    str(group.fixed["group_key"]),
+                    answer_id,
+                    present=len(group.answers),
+                    size=group.size,
+                    min_members=group.min_members,
+                ),
+            )
             return
         task = asyncio.create_task(self._judge(group, reason))
         self._judging.add(task)
@@ -196,7 +214,8 @@ class GroupAssembly:
                         future.set_exception(exc)
             return
         by_id = {a.id: a for a in judgement.answers}
-        self._settle(group, lambda answer_id: _member_reply(group, judgement, by_id[answer_id], reason))
+        group_key = str(group.fixed["group_key"])
+        self._settle(group, lambda answer_id: member_reply(group_key, judgement, by_id[answer_id], reason))
 
     @staticmethod
     def _settle(group: _OpenGroup, reply: Any) -> None:
@@ -232,14 +251,20 @@ def group_idempotency_key(member: MemberRequest) -> str:
     return f"member-{digest}"
 
 
-def _incomplete(group: _OpenGroup, answer_id: str) -> MemberResponse:
-    present = len(group.answers)
+def differing_fields(fixed: dict[str, Any], sent: dict[str, Any]) -> list[str]:
+    """The group fields in which a member differs from its group's first member."""
+    return sorted(name for name, value in fixed.items() if sent.get(name) != value)
+
+
+def incomplete_reply(
+    group_key: str, answer_id: str, *, present: int, size: int, min_members: int
+) -> MemberResponse:
     reason = (
-        f"incomplete: {present} of {group.size} members arrived before the group's deadline, fewer than the "
-        f"{group.min_members} needed to judge them together"
+        f"incomplete: {present} of {size} members arrived before the group's deadline, fewer than the "
+        f"{min_members} needed to judge them together"
     )
     return MemberResponse(
-        group_key=str(group.fixed["group_key"]),
+        group_key=group_key,
         judgement_id=None,
         answer=AnswerResult(id=answer_id, status="unscored", score=None, error=reason),
         group_status="incomplete",
@@ -248,11 +273,11 @@ def _incomplete(group: _OpenGroup, answer_id: str) -> MemberResponse:
     )
 
 
-def _member_reply(
-    group: _OpenGroup, judgement: JudgeResponse, answer: AnswerResult, reason: ClosedBy
+def member_reply(
+    group_key: str, judgement: JudgeResponse, answer: AnswerResult, reason: ClosedBy
 ) -> MemberResponse:
     return MemberResponse(
-        group_key=str(group.fixed["group_key"]),
+        group_key=group_key,
         judgement_id=judgement.judgement_id,
         answer=answer,
         group_status=judgement.status,
@@ -261,7 +286,7 @@ def _member_reply(
     )
 
 
-def _from_stored(stored: StoredJudgement, member: MemberRequest) -> MemberResponse:
+def from_stored(stored: StoredJudgement, member: MemberRequest) -> MemberResponse:
     """A member of a group already judged and stored: its result if it was judged, else 409."""
     texts = {a.id: a.text for a in stored.request.answers}
     answer_id = member.answer.id

@@ -113,6 +113,12 @@ class Settings(BaseSettings):
     )
 
     # --- group assembly (POST /v1/judge/member)
+    member_assembly: Literal["local", "shared"] | None = Field(
+        default=None,
+        description="Where groups sent one member per request are assembled: `local` in this process "
+        "(members of a group must reach the same process), `shared` in the database (members may reach any "
+        "replica). Default: shared on PostgreSQL, local on SQLite.",
+    )
     member_deadline_s: float = Field(
         default=60.0,
         gt=0,
@@ -190,6 +196,12 @@ class Settings(BaseSettings):
 
             check_url(url.get_secret_value())  # ValueError says what is accepted
         return url
+
+    def resolved_member_assembly(self) -> Literal["local", "shared"]:
+        if self.member_assembly is not None:
+            return self.member_assembly
+        url = self.database_url.get_secret_value() if self.database_url else ""
+        return "shared" if url.startswith(("postgresql:", "postgres:")) else "local"
 
     def resolved_db_path(self) -> Path:
         return self.db_path or self.home_dir / "judgements.sqlite3"

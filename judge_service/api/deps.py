@@ -9,7 +9,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from judge_service.assembly import GroupAssembly
+from judge_service.assembly import MemberAssembly
 from judge_service.metrics import JudgeMetrics
 from judge_service.service import JudgeService
 
@@ -19,8 +19,8 @@ async def _service(request: Request) -> JudgeService:
     return service
 
 
-async def _assembly(request: Request) -> GroupAssembly:
-    assembly: GroupAssembly = request.app.state.assembly
+async def _assembly(request: Request) -> MemberAssembly:
+    assembly: MemberAssembly = request.app.state.assembly
     return assembly
 
 
@@ -31,4 +31,4 @@ async def _metrics(request: Request) -> JudgeMetrics:
 
 ServiceDep = Annotated[JudgeService, Depends(_service)]
 MetricsDep = Annotated[JudgeMetrics, Depends(_metrics)]
-AssemblyDep = Annotated[GroupAssembly, Depends(_assembly)]
+AssemblyDep = Annotated[MemberAssembly, Depends(_assembly)]

@@ -37,6 +37,32 @@ class Claim:
     request_hash: str
 
 
+@dataclass(frozen=True)
+class MemberGroup:
+    """A group assembled from member requests, as the store holds it (assembly_shared.py)."""
+
+    fields: str  # canonical JSON of the group fields its first member fixed
+    size: int
+    min_members: int
+    seconds_left: float  # until its deadline, on the database's clock; negative once passed
+    closed: bool  # no member joins any more: judged (or answered incomplete) with `members`
+    members: dict[str, str]  # answer id -> text
+    closed_now: bool = False  # join_group / close_group: this call closed it
+
+
+@dataclass(frozen=True)
+class MemberJoin:
+    """One member asking to join a group: the group's terms (used when it opens the group) and its answer."""
+
+    group_key: str
+    fields: str
+    size: int
+    min_members: int
+    deadline_s: float
+    answer_id: str
+    text: str
+
+
 class JudgementStore(Protocol):
     async def open(self) -> None:
         """Create or migrate the storage; idempotent."""
@@ -64,6 +90,21 @@ class JudgementStore(Protocol):
         ...
 
     async def get(self, judgement_id: str) -> StoredJudgement | None: ...
+
+    async def join_group(self, join: MemberJoin) -> MemberGroup:
+        """In one transaction: open the group if new; add the member if the group is open, has the same
+        fields and does not hold the answer id; close it when it has `size` members. The group after."""
+        ...
+
+    async def member_group(self, group_key: str) -> MemberGroup | None: ...
+
+    async def close_group(self, group_key: str) -> MemberGroup | None:
+        """Close the group (no member joins after) if open; the group as closed, None if unknown."""
+        ...
+
+    async def prune_groups(self, closed_for_s: float) -> int:
+        """Forget groups closed at least `closed_for_s` ago (their judgements stay); how many."""
+        ...
 
     async def list_run(
         self, run_id: str, *, step: int | None = None, limit: int = 100, cursor: str | None = None

@@ -125,6 +125,47 @@ MIGRATIONS: tuple[Migration, ...] = (
             """,
         },
     ),
+    # Groups assembled from member requests across replicas (judge_service/assembly_shared.py): the
+    # first member's group fields, the deadline on the database's clock, and each member's answer.
+    Migration(
+        "m004_member_groups",
+        {
+            SQLITE: """
+            CREATE TABLE member_groups (
+                group_key   TEXT PRIMARY KEY,
+                fields      TEXT NOT NULL,
+                size        INTEGER NOT NULL,
+                min_members INTEGER NOT NULL,
+                deadline_at REAL NOT NULL,
+                closed_at   REAL
+            );
+            CREATE TABLE group_members (
+                group_key TEXT NOT NULL REFERENCES member_groups (group_key) ON DELETE CASCADE,
+                answer_id TEXT NOT NULL,
+                text      TEXT NOT NULL,
+                PRIMARY KEY (group_key, answer_id)
+            );
+            CREATE INDEX member_groups_closed_at ON member_groups (closed_at);
+            """,
+            POSTGRES: """
+            CREATE TABLE member_groups (
+                group_key   TEXT PRIMARY KEY,
+                fields      TEXT NOT NULL,
+                size        INTEGER NOT NULL,
+                min_members INTEGER NOT NULL,
+                deadline_at DOUBLE PRECISION NOT NULL,
+                closed_at   DOUBLE PRECISION
+            );
+            CREATE TABLE group_members (
+                group_key TEXT NOT NULL REFERENCES member_groups (group_key) ON DELETE CASCADE,
+                answer_id TEXT NOT NULL,
+                text      TEXT NOT NULL,
+                PRIMARY KEY (group_key, answer_id)
+            );
+            CREATE INDEX member_groups_closed_at ON member_groups (closed_at);
+            """,
+        },
+    ),
 )
 
 

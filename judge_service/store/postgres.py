@@ -26,7 +26,7 @@ import asyncio
 import functools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -41,6 +41,8 @@ from judge_service.store.base import (
     IdempotencyKey,
     IdempotencyKeyTaken,
     KeyedJudgement,
+    MemberGroup,
+    MemberJoin,
 )
 from judge_service.store.migrations import POSTGRES
 
@@ -62,6 +64,7 @@ _INSERT = (
     " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
     " ON CONFLICT DO NOTHING RETURNING judgement_id"
 )
+_CLOSE_GROUP = f"UPDATE member_groups SET closed_at = {_NOW} WHERE group_key = %s AND closed_at IS NULL"
 _CLAIM = (
     "INSERT INTO idempotency_claims AS c (idempotency_key, request_hash, owner, lease_until)"
     f" VALUES (%s, %s, %s, {_NOW} + %s)"
@@ -349,6 +352,56 @@ class PostgresJudgementStore:
 
         await self._run(release)
 
+    # ------------------------------------------------------------------ member groups
+
+    async def join_group(self, join: MemberJoin) -> MemberGroup:
+        async def join_group(conn: psycopg.AsyncConnection[Any]) -> MemberGroup:
+            async with conn.transaction():
+                await conn.execute(
+                    "INSERT INTO member_groups (group_key, fields, size, min_members, deadline_at)"
+                    f" VALUES (%s, %s, %s, %s, {_NOW} + %s) ON CONFLICT (group_key) DO NOTHING",
+                    (join.group_key, join.fields, join.size, join.min_members, join.deadline_s),
+                )
+                # FOR UPDATE: joins of one group take turns; no two replicas close it with other members.
+                group = await _member_group(conn, join.group_key, lock=True)
+                if group is None:
+                    raise RuntimeError(f"member group {join.group_key!r} vanished inside its transaction")
+                if group.closed or group.fields != join.fields or join.answer_id in group.members:
+                    return group
+                await conn.execute(
+                    "INSERT INTO group_members (group_key, answer_id, text) VALUES (%s, %s, %s)",
+                    (join.group_key, join.answer_id, join.text),
+                )
+                members = {**group.members, join.answer_id: join.text}
+                full = len(members) >= group.size
+                if full:
+                    await conn.execute(_CLOSE_GROUP, (join.group_key,))
+                return replace(group, members=members, closed=full, closed_now=full)
+
+        return await self._run(join_group)
+
+    async def member_group(self, group_key: str) -> MemberGroup | None:
+        return await self._run(functools.partial(_member_group, group_key=group_key, lock=False))
+
+    async def close_group(self, group_key: str) -> MemberGroup | None:
+        async def close(conn: psycopg.AsyncConnection[Any]) -> MemberGroup | None:
+            async with conn.transaction():
+                closed_now = (await conn.execute(_CLOSE_GROUP, (group_key,))).rowcount == 1
+                group = await _member_group(conn, group_key, lock=False)
+                return None if group is None else replace(group, closed_now=closed_now)
+
+        return await self._run(close)
+
+    async def prune_groups(self, closed_for_s: float) -> int:
+        async def prune(conn: psycopg.AsyncConnection[Any]) -> int:
+            async with conn.transaction():
+                cur = await conn.execute(
+                    f"DELETE FROM member_groups WHERE closed_at < {_NOW} - %s", (closed_for_s,)
+                )  # members go with their group (ON DELETE CASCADE)
+                return cur.rowcount
+
+        return await self._run(prune)
+
     # ------------------------------------------------------------------ reads
 
     async def get(self, judgement_id: str) -> StoredJudgement | None:
@@ -395,6 +448,22 @@ class PostgresJudgementStore:
             return JudgementPage(items=items, next_cursor=codec.encode_cursor(page[-1][0]) if more else None)
 
         return await self._run(select)
+
+
+async def _member_group(
+    conn: psycopg.AsyncConnection[Any], group_key: str, *, lock: bool
+) -> MemberGroup | None:
+    cur = await conn.execute(
+        f"SELECT fields, size, min_members, deadline_at - {_NOW}, closed_at IS NOT NULL"
+        " FROM member_groups WHERE group_key = %s" + (" FOR UPDATE" if lock else ""),
+        (group_key,),
+    )
+    row = await cur.fetchone()
+    if row is None:
+        return None
+    cur = await conn.execute("SELECT answer_id, text FROM group_members WHERE group_key = %s", (group_key,))
+    members = {str(a): str(t) for a, t in await cur.fetchall()}
+    return MemberGroup(str(row[0]), int(row[1]), int(row[2]), float(row[3]), bool(row[4]), members)
 
 
 async def _applied(conn: psycopg.AsyncConnection[Any]) -> list[str]:

@@ -15,19 +15,27 @@ the transaction carries on with the others.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import sqlite3
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
 from judge_service.schemas import JudgementPage, StoredJudgement
 from judge_service.store import codec, migrations
-from judge_service.store.base import Claim, IdempotencyKey, IdempotencyKeyTaken, KeyedJudgement
+from judge_service.store.base import (
+    Claim,
+    IdempotencyKey,
+    IdempotencyKeyTaken,
+    KeyedJudgement,
+    MemberGroup,
+    MemberJoin,
+)
 from judge_service.store.migrations import SQLITE, Migration
 
 __all__ = ["SqliteJudgementStore"]
@@ -62,6 +70,7 @@ _CLAIM = (
 _RENEW = f"UPDATE idempotency_claims SET lease_until = {_NOW} + ? WHERE idempotency_key = ? AND owner = ?"
 _RELEASE = "DELETE FROM idempotency_claims WHERE idempotency_key = ? AND owner = ?"
 _END_CLAIM = "DELETE FROM idempotency_claims WHERE idempotency_key = ?"
+_CLOSE_GROUP = f"UPDATE member_groups SET closed_at = {_NOW} WHERE group_key = ? AND closed_at IS NULL"
 
 
 def _statements(script: str) -> Iterator[str]:
@@ -80,6 +89,19 @@ def _statements(script: str) -> Iterator[str]:
                 yield statement
     if buffer.strip(";").strip():
         raise ValueError(f"incomplete SQL statement in migration: {buffer.strip()[:200]!r}")
+
+
+@contextlib.contextmanager
+def _write_transaction(conn: sqlite3.Connection) -> Iterator[None]:
+    """BEGIN IMMEDIATE (the write lock first, so what is read inside stays true) ... COMMIT, or ROLLBACK."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
 
 
 @dataclass
@@ -271,8 +293,7 @@ class SqliteJudgementStore:
     def _insert_batch(self, batch: list[_PendingSave]) -> list[Exception | None]:
         conn = self._connection()
         errors: list[Exception | None] = []
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with _write_transaction(conn):
             for pending in batch:
                 try:
                     inserted = conn.execute(_INSERT, pending.row).rowcount
@@ -286,11 +307,6 @@ class SqliteJudgementStore:
                 else:  # the key is settled: no claim on it outlives its judgement
                     conn.execute(_END_CLAIM, (pending.idempotency.key,))
                     errors.append(None)
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
         return errors
 
     async def get(self, judgement_id: str) -> StoredJudgement | None:
@@ -320,25 +336,17 @@ class SqliteJudgementStore:
     async def claim(self, idempotency: IdempotencyKey, *, owner: str, lease_s: float) -> Claim:
         def claim() -> Claim:
             conn = self._connection()
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            with _write_transaction(conn):
                 row = conn.execute(
                     _CLAIM, (idempotency.key, idempotency.request_hash, owner, lease_s)
                 ).fetchone()
                 if row is not None:
-                    claim = Claim(owned=True, request_hash=idempotency.request_hash)
-                else:
-                    held = conn.execute(
-                        "SELECT request_hash FROM idempotency_claims WHERE idempotency_key = ?",
-                        (idempotency.key,),
-                    ).fetchone()
-                    claim = Claim(owned=False, request_hash=held[0])  # the write lock keeps the row
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-            return claim
+                    return Claim(owned=True, request_hash=idempotency.request_hash)
+                held = conn.execute(
+                    "SELECT request_hash FROM idempotency_claims WHERE idempotency_key = ?",
+                    (idempotency.key,),
+                ).fetchone()
+                return Claim(owned=False, request_hash=held[0])  # the write lock keeps the row
 
         return await self._run(claim)
 
@@ -353,6 +361,71 @@ class SqliteJudgementStore:
             self._connection().execute(_RELEASE, (key, owner))
 
         await self._run(release)
+
+    async def join_group(self, join: MemberJoin) -> MemberGroup:
+        def join_group() -> MemberGroup:
+            conn = self._connection()
+            with _write_transaction(conn):  # the write lock orders joins: no two close one group
+                conn.execute(
+                    "INSERT INTO member_groups (group_key, fields, size, min_members, deadline_at)"
+                    f" VALUES (?, ?, ?, ?, {_NOW} + ?) ON CONFLICT (group_key) DO NOTHING",
+                    (join.group_key, join.fields, join.size, join.min_members, join.deadline_s),
+                )
+                group = self._member_group(conn, join.group_key)
+                if group is None:  # inserted or present, under the write lock
+                    raise RuntimeError(f"member group {join.group_key!r} vanished inside its transaction")
+                if group.closed or group.fields != join.fields or join.answer_id in group.members:
+                    return group
+                conn.execute(
+                    "INSERT INTO group_members (group_key, answer_id, text) VALUES (?, ?, ?)",
+                    (join.group_key, join.answer_id, join.text),
+                )
+                members = {**group.members, join.answer_id: join.text}
+                full = len(members) >= group.size
+                if full:
+                    conn.execute(_CLOSE_GROUP, (join.group_key,))
+                return replace(group, members=members, closed=full, closed_now=full)
+
+        return await self._run(join_group)
+
+    @staticmethod
+    def _member_group(conn: sqlite3.Connection, group_key: str) -> MemberGroup | None:
+        row = conn.execute(
+            f"SELECT fields, size, min_members, deadline_at - {_NOW}, closed_at IS NOT NULL"
+            " FROM member_groups WHERE group_key = ?",
+            (group_key,),
+        ).fetchone()
+        if row is None:
+            return None
+        members = conn.execute(
+            "SELECT answer_id, text FROM group_members WHERE group_key = ?", (group_key,)
+        ).fetchall()
+        return MemberGroup(row[0], row[1], row[2], row[3], bool(row[4]), dict(members))
+
+    async def member_group(self, group_key: str) -> MemberGroup | None:
+        return await self._run(lambda: self._member_group(self._connection(), group_key))
+
+    async def close_group(self, group_key: str) -> MemberGroup | None:
+        def close() -> MemberGroup | None:
+            conn = self._connection()
+            with _write_transaction(conn):
+                closed_now = conn.execute(_CLOSE_GROUP, (group_key,)).rowcount == 1
+                group = self._member_group(conn, group_key)
+                return None if group is None else replace(group, closed_now=closed_now)
+
+        return await self._run(close)
+
+    async def prune_groups(self, closed_for_s: float) -> int:
+        def prune() -> int:
+            conn = self._connection()
+            old = f"SELECT group_key FROM member_groups WHERE closed_at < {_NOW} - ?"
+            with _write_transaction(conn):
+                conn.execute(f"DELETE FROM group_members WHERE group_key IN ({old})", (closed_for_s,))
+                return conn.execute(
+                    f"DELETE FROM member_groups WHERE closed_at < {_NOW} - ?", (closed_for_s,)
+                ).rowcount
+
+        return await self._run(prune)
 
     async def list_run(
         self, run_id: str, *, step: int | None = None, limit: int = 100, cursor: str | None = None

@@ -10,12 +10,20 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from fastapi import FastAPI
 
 from judge_service.app import create_app
 from judge_service.backends.fake import FakeBackend
 from judge_service.config import Settings
 from tests.api.service_process import ServiceProcess, metric_value
+
+
+@pytest.fixture(params=["local", "shared"])
+def assembly(request: pytest.FixtureRequest) -> str:
+    """Every in-process test runs on both assemblies (the shared one on the SQLite store here; on
+    PostgreSQL across replicas in tests/scaleout)."""
+    return str(request.param)
 
 
 @asynccontextmanager
@@ -53,9 +61,11 @@ async def post_all(client: httpx.AsyncClient, bodies: list[dict[str, Any]]) -> l
     return list(await asyncio.gather(*(client.post("/v1/judge/member", json=b) for b in bodies)))
 
 
-async def test_a_complete_group_is_judged_once_and_every_member_gets_its_answer(tmp_path: Path) -> None:
+async def test_a_complete_group_is_judged_once_and_every_member_gets_its_answer(
+    tmp_path: Path, assembly: str
+) -> None:
     backend = FakeBackend()
-    async with serving(tmp_path, backend) as (_, client):
+    async with serving(tmp_path, backend, member_assembly=assembly) as (_, client):
         replies = await post_all(client, [member(f"a{i}") for i in range(4)])
         assert [r.status_code for r in replies] == [200] * 4
         bodies = [r.json() for r in replies]
@@ -84,8 +94,8 @@ async def test_a_complete_group_is_judged_once_and_every_member_gets_its_answer(
         assert 'judge_member_groups_closed_total{reason="size"} 1.0' in metrics
 
 
-async def test_a_retry_while_the_group_is_open_waits_with_the_first(tmp_path: Path) -> None:
-    async with serving(tmp_path) as (_, client):
+async def test_a_retry_while_the_group_is_open_waits_with_the_first(tmp_path: Path, assembly: str) -> None:
+    async with serving(tmp_path, member_assembly=assembly) as (_, client):
         first = asyncio.ensure_future(client.post("/v1/judge/member", json=member("a0", size=2)))
         retry = asyncio.ensure_future(client.post("/v1/judge/member", json=member("a0", size=2)))
         await asyncio.sleep(0.05)
@@ -95,8 +105,8 @@ async def test_a_retry_while_the_group_is_open_waits_with_the_first(tmp_path: Pa
         assert (await first).json() == (await retry).json()
 
 
-async def test_at_the_deadline_enough_members_are_judged_together(tmp_path: Path) -> None:
-    async with serving(tmp_path) as (_, client):
+async def test_at_the_deadline_enough_members_are_judged_together(tmp_path: Path, assembly: str) -> None:
+    async with serving(tmp_path, member_assembly=assembly) as (_, client):
         replies = await post_all(client, [member(f"a{i}", deadline_s=0.2) for i in range(3)])  # of 4
         bodies = [r.json() for r in replies]
         assert all(b["closed_by"] == "deadline" and b["members"] == 3 for b in bodies)
@@ -105,8 +115,10 @@ async def test_at_the_deadline_enough_members_are_judged_together(tmp_path: Path
         )
 
 
-async def test_at_the_deadline_too_few_members_are_incomplete_never_zero(tmp_path: Path) -> None:
-    async with serving(tmp_path, member_min_members=2) as (_, client):
+async def test_at_the_deadline_too_few_members_are_incomplete_never_zero(
+    tmp_path: Path, assembly: str
+) -> None:
+    async with serving(tmp_path, member_min_members=2, member_assembly=assembly) as (_, client):
         (reply,) = await post_all(client, [member("a0", deadline_s=0.1)])
         body = reply.json()
         assert body["group_status"] == "incomplete" and body["judgement_id"] is None
@@ -117,8 +129,8 @@ async def test_at_the_deadline_too_few_members_are_incomplete_never_zero(tmp_pat
         assert metric_value(metrics, "judge_member_incomplete_groups_total") == 1
 
 
-async def test_members_that_disagree_are_refused_saying_what_differs(tmp_path: Path) -> None:
-    async with serving(tmp_path) as (_, client):
+async def test_members_that_disagree_are_refused_saying_what_differs(tmp_path: Path, assembly: str) -> None:
+    async with serving(tmp_path, member_assembly=assembly) as (_, client):
         first = asyncio.ensure_future(client.post("/v1/judge/member", json=member("a0", size=2)))
         await asyncio.sleep(0.05)
         other = await client.post("/v1/judge/member", json=member("a1", size=2, reference="Something else."))
@@ -130,8 +142,10 @@ async def test_members_that_disagree_are_refused_saying_what_differs(tmp_path: P
         assert (await first).status_code == 200
 
 
-async def test_caps_answer_429_with_retry_after(tmp_path: Path) -> None:
-    async with serving(tmp_path, member_max_open_groups=1, member_max_waiting=2) as (_, client):
+async def test_caps_answer_429_with_retry_after(tmp_path: Path, assembly: str) -> None:
+    async with serving(
+        tmp_path, member_max_open_groups=1, member_max_waiting=2, member_assembly=assembly
+    ) as (_, client):
         held = [asyncio.ensure_future(client.post("/v1/judge/member", json=member("a0", key="g1")))]
         await asyncio.sleep(0.05)
         refused = await client.post("/v1/judge/member", json=member("a0", key="g2"))
@@ -144,8 +158,8 @@ async def test_caps_answer_429_with_retry_after(tmp_path: Path) -> None:
             task.cancel()
 
 
-async def test_shutdown_answers_waiting_members_503(tmp_path: Path) -> None:
-    async with serving(tmp_path) as (app, client):
+async def test_shutdown_answers_waiting_members_503(tmp_path: Path, assembly: str) -> None:
+    async with serving(tmp_path, member_assembly=assembly) as (app, client):
         waiting = asyncio.ensure_future(client.post("/v1/judge/member", json=member("a0")))
         await asyncio.sleep(0.05)
         await app.state.assembly.shut_down()

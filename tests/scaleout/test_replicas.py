@@ -221,3 +221,41 @@ def test_while_postgres_is_down_requests_get_503_and_the_replicas_recover(tmp_pa
     assert all(retry_after is not None and int(retry_after) >= 1 for _, _, retry_after, *_ in unavailable)
     assert max(o[3] for o in unavailable) < 10  # answered, not hung
     assert statuses[("after", 503)] == 0, statuses
+
+
+def member(group: int, answer: int, size: int = 4, **extra: Any) -> dict[str, Any]:
+    return {
+        "group_key": f"prompt-{group}",
+        "group_size": size,
+        "answer": {"id": f"a{answer}", "text": f"Answer {answer} to prompt {group}"},
+        "conversation": [{"role": "user", "content": f"Prompt {group}: how do I share the report?"}],
+        "reference": "Click Share.",
+        "run_id": "members",
+        **extra,
+    }
+
+
+def test_members_of_a_group_spread_over_replicas_are_judged_together_once(
+    replicas: list[ServiceProcess], postgres_url: str
+) -> None:
+    before = sum(replies(r) for r in replicas)
+    sends = [(g, a, replicas[(g + a) % 3].url, member(g, a)) for g in range(6) for a in range(4)]
+    # Group 6 never fills: three of four members, judged together at the deadline.
+    sends += [(6, a, replicas[a].url, member(6, a, deadline_s=1.0)) for a in range(3)]
+    with httpx.Client(timeout=30) as client, ThreadPoolExecutor(len(sends)) as pool:
+        futures = [
+            (g, a, pool.submit(client.post, f"{url}/v1/judge/member", json=b)) for g, a, url, b in sends
+        ]
+        answers = [(g, a, f.result()) for g, a, f in futures]
+    assert {r.status_code for _, _, r in answers} == {200}, [
+        r.text for *_, r in answers if r.status_code != 200
+    ]
+    for g in range(7):
+        bodies = [r.json() for gg, _, r in answers if gg == g]
+        assert len({b["judgement_id"] for b in bodies}) == 1, f"group {g} was judged more than once"
+        assert {b["members"] for b in bodies} == {3 if g == 6 else 4}
+        assert {b["closed_by"] for b in bodies} == {"deadline" if g == 6 else "size"}
+    assert sum(replies(r) for r in replicas) - before == 7  # one judge call per group, fleet-wide
+    with psycopg.connect(postgres_url) as conn:
+        row = conn.execute("SELECT count(*) FROM judgements WHERE run_id = 'members'").fetchone()
+    assert row == (7,)

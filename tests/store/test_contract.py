@@ -4,12 +4,19 @@ duplicates, idempotency keys and their races, concurrency, and the lifecycle."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 import pytest
 
 from judge_service.errors import InvalidGroupError
 from judge_service.schemas import JudgeResponse
-from judge_service.store.base import Claim, IdempotencyKey, IdempotencyKeyTaken, JudgementStore
+from judge_service.store.base import (
+    Claim,
+    IdempotencyKey,
+    IdempotencyKeyTaken,
+    JudgementStore,
+    MemberJoin,
+)
 from tests.store.conftest import StoreUnderTest
 from tests.store.samples import make_judgement
 
@@ -238,3 +245,54 @@ async def test_a_save_that_lost_its_key_leaves_the_winners_claim_alone(store: Ju
     with pytest.raises(IdempotencyKeyTaken):
         await store.save(make_judgement("second"), idempotency=IdempotencyKey("k", "h"))
     assert await store.renew("k", owner="late", lease_s=60)
+
+
+def join(
+    answer_id: str, text: str = "t", *, key: str = "g", fields: str = '{"f":1}', size: int = 3
+) -> MemberJoin:
+    return MemberJoin(key, fields, size, min_members=2, deadline_s=60, answer_id=answer_id, text=text)
+
+
+async def test_members_join_until_the_group_is_full_then_it_closes(store: JudgementStore) -> None:
+    first = await store.join_group(join("a"))
+    assert (first.members, first.closed, first.size, first.min_members) == ({"a": "t"}, False, 3, 2)
+    assert 59 < first.seconds_left <= 60
+    assert (await store.join_group(join("b", "u"))).members == {"a": "t", "b": "u"}
+    full = await store.join_group(join("c"))
+    assert full.closed and set(full.members) == {"a", "b", "c"}
+    late = await store.join_group(join("d"))
+    assert late.closed and "d" not in late.members  # a late member joins nothing
+    assert replace(await store.member_group("g"), seconds_left=0) == replace(late, seconds_left=0)
+    assert await store.member_group("unknown") is None
+
+
+async def test_a_member_that_differs_or_repeats_changes_nothing(store: JudgementStore) -> None:
+    await store.join_group(join("a", "first text"))
+    other_fields = await store.join_group(join("b", fields='{"f":2}'))
+    assert other_fields.fields == '{"f":1}' and other_fields.members == {"a": "first text"}
+    again = await store.join_group(join("a", "second text"))
+    assert again.members == {"a": "first text"}  # the caller compares the text it sent
+
+
+async def test_concurrent_joins_close_the_group_once_with_exactly_its_size(store: JudgementStore) -> None:
+    groups = await asyncio.gather(*(store.join_group(join(f"m{i}", size=4)) for i in range(10)))
+    closing = [g for g in groups if g.closed and len(g.members) == 4]
+    final = await store.member_group("g")
+    assert final is not None and final.closed and len(final.members) == 4
+    assert all(len(g.members) <= 4 for g in groups) and closing
+
+
+async def test_closing_at_the_deadline_freezes_the_members_and_old_groups_are_pruned(
+    store: JudgementStore,
+) -> None:
+    await store.join_group(join("a"))
+    closed = await store.close_group("g")
+    assert closed is not None and closed.closed and closed.members == {"a": "t"}
+    assert not (await store.join_group(join("b"))).members.get("b")
+    assert await store.close_group("unknown") is None
+    await store.join_group(join("x", key="still-open"))
+    assert await store.prune_groups(closed_for_s=3600) == 0
+    await asyncio.sleep(0.05)
+    assert await store.prune_groups(closed_for_s=0.01) == 1
+    assert await store.member_group("g") is None
+    assert await store.member_group("still-open") is not None

@@ -55,7 +55,8 @@ def query(path: Path, sql: str) -> list[tuple[Any, ...]]:
         return conn.execute(sql).fetchall()
 
 
-ALL_NAMES = ["m001_judgements", "m002_idempotency_keys", "m003_idempotency_claims"]
+ALL_NAMES = [m.name for m in MIGRATIONS]
+NEXT_NAME = f"m{len(MIGRATIONS) + 1:03d}_notes"  # names sort in the order they were added
 
 
 def user_version(path: Path) -> int:
@@ -186,14 +187,14 @@ async def test_appended_migration_is_applied_once(db_path: Path, monkeypatch: py
     await s.save(make_judgement("before"))
     await s.close()
     extra = "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL DEFAULT ';');"
-    extended = with_migration(monkeypatch, "m003_notes", extra)
+    extended = with_migration(monkeypatch, NEXT_NAME, extra)
     for _ in range(2):
         s = SqliteJudgementStore(db_path)
         await s.open()
         assert sqlite_count(db_path) == 1
         await s.close()
     assert user_version(db_path) == len(extended)
-    assert applied(db_path)[-1] == "m003_notes"
+    assert applied(db_path)[-1] == NEXT_NAME
 
 
 def record_batches(store: SqliteJudgementStore, monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:

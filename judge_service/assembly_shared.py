@@ -1,0 +1,213 @@
+"""Group assembly across replicas: the members of one group may reach different processes behind a plain
+load balancer and are still judged together, once.
+
+Same rules as assembly.py (first member fixes the group, deadline, min_members, 409s, caller scoping);
+what differs is where a group lives: in the store (store/base.py `join_group`), so every replica sees
+every member. A member's path:
+
+1. Its group was judged already: its result from the stored judgement (or 409 for a late member).
+2. It joins the group in one store transaction, which also closes the group when it is full. Every
+   replica then sees the same frozen member set.
+3. Until the group is closed, the member waits, re-reading the group (POLL_S); at the deadline (on the
+   database's clock) any waiting replica closes it.
+4. Once closed, every replica with a waiting member asks the service to judge the frozen group under the
+   group's Idempotency-Key: the first claims the key and judges, the others wait for and replay its
+   stored judgement (idempotency.py), and if the judging replica dies, its lease lapses and another
+   takes over. Fewer members than min_members: each is answered `incomplete`, unscored.
+
+Closed groups are forgotten after PRUNE_AFTER_S (their judgements stay and answer retries).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+
+from judge_service.assembly import (
+    AssemblySettings,
+    ClosedBy,
+    differing_fields,
+    from_stored,
+    group_idempotency_key,
+    incomplete_reply,
+    member_reply,
+)
+from judge_service.errors import ConflictError, OverloadedError, ShuttingDownError
+from judge_service.idempotency import ScopedKey
+from judge_service.metrics import JudgeMetrics
+from judge_service.schemas import JudgeRequest, MemberRequest, MemberResponse
+from judge_service.service import JudgeService
+from judge_service.store.base import JudgementStore, MemberGroup, MemberJoin
+
+log = logging.getLogger(__name__)
+
+POLL_S = 0.05  # first re-read of a waiting member's group; doubles up to POLL_MAX_S
+POLL_MAX_S = 0.25
+PRUNE_AFTER_S = 24 * 3600.0
+PRUNE_EVERY_S = 600.0
+
+
+class SharedGroupAssembly:
+    def __init__(
+        self, service: JudgeService, store: JudgementStore, metrics: JudgeMetrics, settings: AssemblySettings
+    ) -> None:
+        self._service = service
+        self._store = store
+        self._metrics = metrics
+        self._settings = settings
+        self._waiting = 0
+        self._open: dict[str, int] = {}  # groups with members waiting in this process -> how many
+        self._shutting_down = False
+        self._stopped = asyncio.Event()
+        self._pruned_at = time.monotonic()
+
+    async def submit(self, member: MemberRequest, *, caller: str | None) -> MemberResponse:
+        if self._shutting_down:
+            raise ShuttingDownError("the service is shutting down; send the member again")
+        key = group_idempotency_key(member)
+        stored = await self._service.stored_under(key, caller)
+        if stored is not None:
+            return from_stored(stored, member)
+        group_key = ScopedKey(key, caller).stored  # two tenants' groups never meet
+        self._admit(group_key)
+        self._waiting += 1
+        self._open[group_key] = self._open.get(group_key, 0) + 1
+        self._metrics.members_waiting.set(self._waiting)
+        self._metrics.member_open_groups.set(len(self._open))
+        try:
+            return await self._submit(member, key, group_key, caller)
+        finally:
+            self._waiting -= 1
+            self._open[group_key] -= 1
+            if not self._open[group_key]:
+                del self._open[group_key]
+            self._metrics.members_waiting.set(self._waiting)
+            self._metrics.member_open_groups.set(len(self._open))
+
+    def _admit(self, group_key: str) -> None:
+        """429 beyond this process's caps: members waiting, and groups they wait in."""
+        if self._waiting >= self._settings.max_waiting:
+            raise OverloadedError(
+                f"{self._waiting} members wait for their groups (JUDGE_MEMBER_MAX_WAITING); retry later",
+                retry_after_s=1,
+            )
+        if group_key not in self._open and len(self._open) >= self._settings.max_open_groups:
+            raise OverloadedError(
+                f"{len(self._open)} groups are open (JUDGE_MEMBER_MAX_OPEN_GROUPS); retry later",
+                retry_after_s=1,
+            )
+
+    async def _submit(
+        self, member: MemberRequest, key: str, group_key: str, caller: str | None
+    ) -> MemberResponse:
+        fields = member.group_fields()
+        deadline_s = member.deadline_s if member.deadline_s is not None else self._settings.deadline_s
+        min_members = member.min_members if member.min_members is not None else self._settings.min_members
+        joined_at = time.monotonic()
+        group = await self._store.join_group(
+            MemberJoin(
+                group_key=group_key,
+                fields=json.dumps(fields, sort_keys=True, separators=(",", ":")),
+                size=member.group_size,
+                min_members=min(min_members, member.group_size),
+                deadline_s=deadline_s,
+                answer_id=member.answer.id,
+                text=member.answer.text,
+            )
+        )
+        self._check_joined(group, member, fields)
+        if group.closed_now:
+            self._metrics.member_groups_closed.labels(reason="size").inc()
+        pause = POLL_S
+        while not group.closed:
+            if group.seconds_left <= 0:
+                closed = await self._store.close_group(group_key)
+                if closed is None:
+                    raise ConflictError(
+                        f"group {member.group_key!r} is no longer open; send the member again"
+                    )
+                group = closed
+                if group.closed_now:
+                    self._metrics.member_groups_closed.labels(reason="deadline").inc()
+                break
+            await self._pause(min(pause, group.seconds_left))
+            pause = min(pause * 2, POLL_MAX_S)
+            found = await self._store.member_group(group_key)
+            if found is None:  # pruned while waiting (only after a day): judged or answered long ago
+                raise ConflictError(f"group {member.group_key!r} is no longer open; send the member again")
+            group = found
+        closed_by: ClosedBy = "size" if len(group.members) >= group.size else "deadline"
+        self._metrics.member_wait_seconds.observe(time.monotonic() - joined_at)
+        await self._prune_now_and_then()
+        if member.answer.id not in group.members:
+            how = "incomplete at its deadline" if len(group.members) < group.min_members else "without it"
+            raise ConflictError(
+                f"group {member.group_key!r} closed {how} ({len(group.members)} members), before answer "
+                f"{member.answer.id!r} arrived; a late member is not judged alone",
+                details={"group_key": member.group_key},
+            )
+        if len(group.members) < group.min_members:
+            if group.closed_now:
+                self._metrics.member_incomplete_groups.inc()
+            return incomplete_reply(
+                member.group_key,
+                member.answer.id,
+                present=len(group.members),
+                size=group.size,
+                min_members=group.min_members,
+            )
+        request = JudgeRequest.model_validate(
+            {
+                **{k: v for k, v in fields.items() if k != "group_size"},
+                "answers": [{"id": i, "text": group.members[i]} for i in sorted(group.members)],
+            }
+        )
+        judgement = await self._service.grade(request, idempotency_key=key, caller=caller)
+        by_id = {a.id: a for a in judgement.answers}
+        return member_reply(member.group_key, judgement, by_id[member.answer.id], closed_by)
+
+    @staticmethod
+    def _check_joined(group: MemberGroup, member: MemberRequest, fields: dict[str, object]) -> None:
+        """409 for a member the store did not take because it differs from its group."""
+        differing = differing_fields(json.loads(group.fields), fields)
+        if differing:
+            raise ConflictError(
+                f"this member of group {member.group_key!r} differs from the group's first member in: "
+                f"{', '.join(differing)}; every member of a group sends the same group fields",
+                details={"group_key": member.group_key, "differing": differing},
+            )
+        known = group.members.get(member.answer.id)
+        if known is not None and known != member.answer.text:
+            raise ConflictError(
+                f"answer id {member.answer.id!r} of group {member.group_key!r} was sent with another text; "
+                "an id names one answer",
+                details={"group_key": member.group_key, "answer_id": member.answer.id},
+            )
+
+    async def _pause(self, seconds: float) -> None:
+        """Sleep, or stop waiting at shutdown (the member is answered 503 and sent again)."""
+        try:
+            await asyncio.wait_for(self._stopped.wait(), timeout=max(seconds, 0.001))
+        except TimeoutError:
+            return
+        raise ShuttingDownError("the service is shutting down; send the member again")
+
+    async def _prune_now_and_then(self) -> None:
+        if time.monotonic() - self._pruned_at < PRUNE_EVERY_S:
+            return
+        self._pruned_at = time.monotonic()
+        try:
+            pruned = await self._store.prune_groups(PRUNE_AFTER_S)
+        except Exception as exc:  # pruning is housekeeping: never fail a member for it
+            log.warning("could not prune closed member groups: %s", exc)
+            return
+        if pruned:
+            log.info("forgot %d member groups closed over %.0f s ago", pruned, PRUNE_AFTER_S)
+
+    async def shut_down(self) -> None:
+        """Waiting members get 503 shutting_down and are sent again (their group lives in the store);
+        members whose group is being judged here finish."""
+        self._shutting_down = True
+        self._stopped.set()
