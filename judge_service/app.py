@@ -34,6 +34,11 @@ from judge_service.store.factory import build_store
 log = logging.getLogger(__name__)
 
 
+def create_app_from_environment() -> FastAPI:
+    """The app with settings from JUDGE_* variables: what each worker process builds (cli.py)."""
+    return create_app(Settings())
+
+
 def create_app(
     settings: Settings | None = None,
     *,

@@ -41,7 +41,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "migrate":
         return _migrate(settings)
     overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
-    return _serve(settings.model_copy(update=overrides))
+    settings = settings.model_copy(update=overrides)
+    if settings.workers > 1:
+        return _serve_workers(settings)
+    return _serve(settings)
 
 
 def _migrate(settings: Settings) -> int:
@@ -91,6 +94,36 @@ def _serve(settings: Settings) -> int:
     server.run()
     failed = app.state.readiness.state == "failed" if hasattr(app.state, "readiness") else False
     return 1 if failed else 0
+
+
+def _serve_workers(settings: Settings) -> int:
+    """JUDGE_WORKERS processes on one port (uvicorn's supervisor), metrics added up over all of them.
+
+    Each worker builds the app from the environment (create_app_from_environment), so the command-line
+    overrides travel as JUDGE_* variables; the metrics directory is made empty first (values of an
+    earlier run must not be added in)."""
+    import os
+    import shutil
+    import tempfile
+
+    import uvicorn
+
+    metrics_dir = os.environ.get("PROMETHEUS_MULTIPROC_DIR") or tempfile.mkdtemp(prefix="judge-metrics-")
+    shutil.rmtree(metrics_dir, ignore_errors=True)
+    os.makedirs(metrics_dir)
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
+    os.environ["JUDGE_HOST"], os.environ["JUDGE_PORT"] = settings.host, str(settings.port)
+    uvicorn.run(
+        "judge_service.app:create_app_from_environment",
+        factory=True,
+        host=settings.host,
+        port=settings.port,
+        workers=settings.workers,
+        log_level="info",
+        access_log=settings.access_log,
+        timeout_graceful_shutdown=max(1, math.ceil(settings.drain_timeout_s)),
+    )
+    return 0
 
 
 def _tune_garbage_collector() -> None:

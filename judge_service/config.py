@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 # Package data (pyproject.toml), so a wheel installed anywhere finds its templates.
@@ -102,7 +102,15 @@ class Settings(BaseSettings):
         "and scrapes see it) before the process stops and exits non-zero for its supervisor to restart it.",
     )
 
-    # --- admission (backpressure)
+    workers: int = Field(
+        default=1,
+        ge=1,
+        le=64,
+        description="Worker processes serving one port (uvicorn workers), for the openai and fake backends "
+        "(the in-process engine is one per machine). Every admission limit below holds per worker.",
+    )
+
+    # --- admission (backpressure), per worker process
     max_groups_in_flight: int = Field(default=32, ge=1, description="Groups submitted to the judge at once.")
     max_groups_queued: int = Field(default=256, ge=0, description="Waiting groups before answering 429.")
     max_requests_in_flight: int = Field(
@@ -117,7 +125,7 @@ class Settings(BaseSettings):
         default=None,
         description="Where groups sent one member per request are assembled: `local` in this process "
         "(members of a group must reach the same process), `shared` in the database (members may reach any "
-        "replica). Default: shared on PostgreSQL, local on SQLite.",
+        "replica or worker). Default: shared on PostgreSQL or with several workers, else local.",
     )
     member_deadline_s: float = Field(
         default=60.0,
@@ -197,11 +205,21 @@ class Settings(BaseSettings):
             check_url(url.get_secret_value())  # ValueError says what is accepted
         return url
 
+    @model_validator(mode="after")
+    def _workers_need_a_remote_judge(self) -> Settings:
+        if self.workers > 1 and self.backend == "vllm":
+            raise ValueError(
+                "JUDGE_WORKERS > 1 needs JUDGE_BACKEND=openai (a vLLM server or router): each worker would "
+                "load its own in-process engine"
+            )
+        return self
+
     def resolved_member_assembly(self) -> Literal["local", "shared"]:
         if self.member_assembly is not None:
             return self.member_assembly
         url = self.database_url.get_secret_value() if self.database_url else ""
-        return "shared" if url.startswith(("postgresql:", "postgres:")) else "local"
+        several = self.workers > 1 or url.startswith(("postgresql:", "postgres:"))
+        return "shared" if several else "local"
 
     def resolved_db_path(self) -> Path:
         return self.db_path or self.home_dir / "judgements.sqlite3"

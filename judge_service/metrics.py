@@ -1,8 +1,16 @@
-"""Prometheus metrics on an injected registry (no global state: tests and apps each get their own)."""
+"""Prometheus metrics on an injected registry (no global state: tests and apps each get their own).
+
+With several worker processes (JUDGE_WORKERS, cli.py) prometheus_client's multiprocess mode is on
+(PROMETHEUS_MULTIPROC_DIR): every worker writes its values to files there, and whichever worker answers
+/metrics adds them all up: counters and histograms sum over workers, gauges as each says below.
+"""
 
 from __future__ import annotations
 
+import os
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.multiprocess import MultiProcessCollector
 
 from judge_service.judging.llm.parser import OUTPUT_PROBLEMS
 
@@ -75,12 +83,24 @@ class JudgeMetrics:
             ["code"],
             registry=r,
         )
-        self.queue_depth = Gauge("judge_queue_depth", "Groups waiting for a judge slot", registry=r)
-        self.in_flight = Gauge("judge_groups_in_flight", "Groups being judged now", registry=r)
-        self.engine_ready = Gauge("judge_engine_ready", "1 when the judge backend is loaded", registry=r)
+        self.queue_depth = Gauge(
+            "judge_queue_depth", "Groups waiting for a judge slot", registry=r, multiprocess_mode="livesum"
+        )
+        self.in_flight = Gauge(
+            "judge_groups_in_flight", "Groups being judged now", registry=r, multiprocess_mode="livesum"
+        )
+        self.engine_ready = Gauge(  # with workers: 1 only when every live worker's backend is ready
+            "judge_engine_ready",
+            "1 when the judge backend is loaded",
+            registry=r,
+            multiprocess_mode="livemin",
+        )
         # From the in-process vLLM engine's scheduler (backends/engine_stats.py); absent for other backends.
         self.engine_waiting = Gauge(
-            "judge_engine_waiting_requests", "Requests queued inside the vLLM engine's scheduler", registry=r
+            "judge_engine_waiting_requests",
+            "Requests queued inside the vLLM engine's scheduler",
+            registry=r,
+            multiprocess_mode="livemax",
         )
         self.engine_running = Gauge(
             "judge_engine_running_requests", "Requests in the vLLM engine's running batch", registry=r
@@ -108,9 +128,13 @@ class JudgeMetrics:
             "judge_member_open_groups",
             "Groups collecting members (not yet complete or at their deadline)",
             registry=r,
+            multiprocess_mode="livesum",
         )
         self.members_waiting = Gauge(
-            "judge_members_waiting", "Member requests waiting for their group to be judged", registry=r
+            "judge_members_waiting",
+            "Member requests waiting for their group to be judged",
+            registry=r,
+            multiprocess_mode="livesum",
         )
         self.member_wait_seconds = Histogram(
             "judge_member_wait_seconds",
@@ -135,4 +159,8 @@ class JudgeMetrics:
             self.backend_errors.labels(code=code)
 
     def render(self) -> bytes:
+        if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):  # several workers: every worker's values
+            everyone = CollectorRegistry()
+            MultiProcessCollector(everyone)
+            return generate_latest(everyone)
         return generate_latest(self.registry)

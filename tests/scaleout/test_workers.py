@@ -1,0 +1,48 @@
+"""JUDGE_WORKERS: several worker processes on one port, metrics added up over all of them."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import pytest
+from pydantic import ValidationError
+
+from judge_service.config import Settings
+from tests.api.service_process import ServiceProcess, metric_value
+from tests.scaleout.load import body
+
+
+def test_two_workers_share_the_port_and_their_metrics_add_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    metrics_dir = tmp_path / "metrics"
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(metrics_dir))
+    metrics_dir.mkdir()
+    (metrics_dir / "counter_1.db").write_bytes(b"stale")  # an earlier run's file is cleared, not summed
+    service = ServiceProcess(tmp_path, workers=2, fake_latency_s=0.05).start()
+    try:
+        with httpx.Client(timeout=30) as client, ThreadPoolExecutor(8) as pool:
+            sent = list(
+                pool.map(lambda i: client.post(f"{service.url}/v1/judge", json=body(i, "w")), range(40))
+            )
+            assert {r.status_code for r in sent} == {200}
+            scrapes = [client.get(f"{service.url}/metrics").text for _ in range(6)]
+        # Whichever worker answers the scrape, it reports every worker's groups.
+        for text in scrapes:
+            assert metric_value(text, "judge_replies_total") == 40
+            assert 'judge_groups_total{grader="judge",status="ok"} 40.0' in text
+            assert metric_value(text, "judge_groups_in_flight") == 0
+        writers = {p.name.rsplit("_", 1)[1] for p in metrics_dir.glob("counter_*.db")}
+        assert len(writers) == 2, f"requests reached {len(writers)} worker(s)"
+        assert "1.db" not in writers
+    finally:
+        service.stop()
+
+
+def test_several_workers_need_a_remote_judge() -> None:
+    with pytest.raises(ValidationError, match="JUDGE_WORKERS > 1 needs JUDGE_BACKEND=openai"):
+        Settings(backend="vllm", workers=2)
+    assert Settings(backend="openai", workers=2).resolved_member_assembly() == "shared"
+    assert Settings(backend="openai").resolved_member_assembly() == "local"
