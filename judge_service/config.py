@@ -68,6 +68,13 @@ class Settings(BaseSettings):
         default=None, description="Bearer token for the OpenAI endpoint (kept out of reprs and logs)."
     )
     openai_timeout_s: float = Field(default=120.0, gt=0, description="Per HTTP call to the endpoint.")
+    openai_group_header: str = Field(
+        default="X-Session-ID",
+        pattern=r"^[A-Za-z0-9-]*$",
+        description="Header naming the group on every call for it (answer orders, retries), so a router "
+        "can keep one group's calls on one engine (vllm-router's consistent_hash reads X-Session-ID). "
+        "Empty: not sent.",
+    )
     openai_transport_retries: int = Field(default=3, ge=0, le=10, description="On connect errors, 429, 5xx.")
     openai_backoff_base_s: float = Field(
         default=0.5, gt=0, le=60, description="First wait between transport retries (then doubling)."

@@ -14,6 +14,9 @@ class GenerationRequest:
     temperature: float = 0.0
     seed: int | None = None
     request_id: str | None = None
+    # Names the group: every call for one group (answer orders, retries) carries the same id, so that
+    # a router in front of several engines can keep them together (backends/openai_http.py).
+    group_id: str | None = None
 
 
 @dataclass(frozen=True)

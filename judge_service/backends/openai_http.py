@@ -116,6 +116,7 @@ class OpenAIHTTPBackend:
         backoff_base_s: float = 0.5,
         backoff_max_s: float = 8.0,
         on_retry: Callable[[str], None] | None = None,
+        group_header: str | None = "X-Session-ID",
     ) -> None:
         if transport_retries < 0:
             raise ValueError("transport_retries must be >= 0")
@@ -136,6 +137,7 @@ class OpenAIHTTPBackend:
             initial=backoff_base_s, max=backoff_max_s, jitter=backoff_base_s
         )
         self._on_retry = on_retry
+        self._group_header = group_header or None
         self._sleep: Callable[[float], Awaitable[None]] = asyncio.sleep  # replaceable in tests
         self._client: httpx.AsyncClient | None = None
         self._ready = False
@@ -167,6 +169,7 @@ class OpenAIHTTPBackend:
             backoff_base_s=settings.openai_backoff_base_s,
             backoff_max_s=settings.openai_backoff_max_s,
             on_retry=on_retry,
+            group_header=settings.openai_group_header,
         )
 
     # --- protocol properties
@@ -274,7 +277,9 @@ class OpenAIHTTPBackend:
                 "type": "json_schema",
                 "json_schema": {"name": "judgement", "schema": request.json_schema, "strict": True},
             }
-        headers = {"X-Request-Id": request.request_id} if request.request_id else None
+        headers = {"X-Request-Id": request.request_id} if request.request_id else {}
+        if self._group_header and request.group_id:
+            headers[self._group_header] = request.group_id
         body, attempts = await self._request_json(
             "POST", "chat/completions", payload=payload, headers=headers
         )

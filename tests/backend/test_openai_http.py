@@ -137,6 +137,24 @@ async def test_generate_success_sends_expected_body_and_parses_usage() -> None:
     assert reasons == []
 
 
+@pytest.mark.parametrize(("header", "sent"), [(None, "x-session-id"), ("X-Group", "x-group"), ("", None)])
+async def test_every_call_of_a_group_names_the_group_for_the_router(
+    header: str | None, sent: str | None
+) -> None:
+    options = {} if header is None else {"group_header": header}
+    backend, rec, _ = await make_backend(sequence(completion_response(), completion_response()), **options)
+    try:
+        await backend.generate(request(request_id="g-1", group_id="g"))
+        await backend.generate(request(request_id="g-1-o1", group_id="g"))
+    finally:
+        await backend.close()
+    calls = rec.calls("/v1/chat/completions")
+    if sent is None:
+        assert all("x-session-id" not in c.headers for c in calls)
+    else:
+        assert [c.headers[sent] for c in calls] == ["g", "g"]
+
+
 async def test_generate_without_schema_or_seed_omits_them_and_tolerates_missing_usage() -> None:
     bare = httpx.Response(200, json={"choices": [{"message": {"content": "ok"}}]})
     backend, rec, _ = await make_backend(sequence(bare))

@@ -82,6 +82,7 @@ class JudgeCaller:
         answers: list[Answer],
         criteria: list[Criterion],
         request_id: str,
+        group_id: str | None = None,
     ) -> GenerationRequest:
         """Render the group and check it fits the judge's context window (before queueing for it)."""
         s = self._settings
@@ -115,6 +116,7 @@ class JudgeCaller:
             temperature=s.temperature,
             seed=0,
             request_id=request_id,
+            group_id=group_id,
         )
 
     async def judge(

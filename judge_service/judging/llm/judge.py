@@ -97,6 +97,7 @@ class LLMJudge:
                 answers=[by_id[answer_id] for answer_id in order],
                 criteria=criteria,
                 request_id=group.judgement_id if i == 0 else f"{group.judgement_id}-o{i}",
+                group_id=group.judgement_id,
             )
             for i, order in enumerate(orders)
         ]
