@@ -71,6 +71,8 @@ def create_app(
                 shuffle_answers=settings.shuffle_answers,
             ),
         )
+        metrics.admission_limit.labels(limit="in_flight").set(settings.max_groups_in_flight)
+        metrics.admission_limit.labels(limit="queued").set(settings.max_groups_queued)
         judge = LLMJudge(
             caller,
             admission=GroupAdmission(settings.max_groups_in_flight, settings.max_groups_queued, metrics),

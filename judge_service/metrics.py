@@ -89,6 +89,14 @@ class JudgeMetrics:
         self.in_flight = Gauge(
             "judge_groups_in_flight", "Groups being judged now", registry=r, multiprocess_mode="livesum"
         )
+        self.admission_limit = Gauge(  # with workers: the replica's total
+            "judge_admission_limit",
+            "Admission caps (JUDGE_MAX_GROUPS_IN_FLIGHT, JUDGE_MAX_GROUPS_QUEUED), so that alerts and "
+            "autoscaling read queue depth against them",
+            ["limit"],
+            registry=r,
+            multiprocess_mode="livesum",
+        )
         self.engine_ready = Gauge(  # with workers: 1 only when every live worker's backend is ready
             "judge_engine_ready",
             "1 when the judge backend is loaded",
@@ -155,6 +163,7 @@ class JudgeMetrics:
 
         # Series that exist from the start, so dashboards and alerts see 0 rather than "no data".
         self.retries.labels(reason="invalid_output")
+        self.unscored_answers.labels(grader="judge")
         for code in ("judge_unavailable", "judge_timeout"):
             self.backend_errors.labels(code=code)
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Literal
 
 from judge_service.backends.base import JudgeBackend
-from judge_service.errors import NotReadyError
+from judge_service.errors import JudgeBackendError, NotReadyError
 from judge_service.metrics import JudgeMetrics
 
 log = logging.getLogger(__name__)
@@ -66,18 +66,30 @@ async def follow_backend(
 ) -> None:
     """Start the backend, then ask its health every `interval_s` for as long as the service runs.
 
-    A failed start is reported (`failed`) and the process stays up for diagnosis. A backend that dies
+    A remote endpoint that is not up yet (JudgeBackendError: a router still waiting for its engines, an
+    engine still loading its model) is asked again every `interval_s`, `unavailable` meanwhile, so replicas
+    may start before the judge fleet. Any other failed start is reported (`failed`) and the process stays
+    up for diagnosis. A backend that dies
     (`fatal`) is reported at once; `exit_after_s` later, `on_fatal` asks the server to stop: it stops
     accepting, lets the requests in flight get their error, and the process exits non-zero (cli.py), as
     vLLM's own server does, so that a supervisor restarts it. A check that fails without being fatal
     (a remote endpoint not answering) makes the service `unavailable` until a check succeeds again.
     """
-    try:
-        await backend.start()
-    except Exception as exc:
-        readiness.set_failed(f"failed to start: {type(exc).__name__}: {exc}")
-        log.exception("the judge backend failed to start")
-        return
+    attempts = 0
+    while True:
+        try:
+            await backend.start()
+            break
+        except JudgeBackendError as exc:
+            attempts += 1
+            readiness.set_unavailable(f"not started yet: {exc.message}")
+            if attempts == 1 or attempts % 30 == 0:
+                log.warning("the judge endpoint is not up yet (attempt %d): %s", attempts, exc.message)
+            await asyncio.sleep(interval_s)
+        except Exception as exc:
+            readiness.set_failed(f"failed to start: {type(exc).__name__}: {exc}")
+            log.exception("the judge backend failed to start")
+            return
     readiness.set_ready()
     while True:
         await asyncio.sleep(interval_s)

@@ -33,4 +33,18 @@ fi
 "${PIP[@]}" install -q --no-deps "openrlhf==0.11.2"
 "${PIP[@]}" install -q "sympy>=1.12" "pylatexenc>=2.10" "aiohttp>=3.9"
 "$VENV/bin/python" -c "import vllm, judge_service" >/dev/null
+
+# The deploy kit's validators that come from Debian's packages (tests/deploy): promtool and kubectl
+# (kustomize is built into it). check-jsonschema and kubernetes-validate come with the dev extra.
+apt_need() {  # apt_need COMMAND PACKAGE
+  command -v "$1" >/dev/null 2>&1 && return 0
+  if [ "$(id -u)" != 0 ]; then
+    echo "install.sh: $1 is missing; install the Debian package $2 (as root)" >&2
+    return 1
+  fi
+  apt-get install -y -q --no-install-recommends "$2" >/dev/null \
+    || { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends "$2" >/dev/null; }
+}
+apt_need promtool prometheus
+apt_need kubectl kubectl
 echo "installed into $VENV"

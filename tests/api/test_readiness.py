@@ -14,6 +14,7 @@ from judge_service.app import create_app
 from judge_service.backends.base import BackendHealth
 from judge_service.backends.fake import FakeBackend
 from judge_service.config import Settings
+from judge_service.errors import JudgeBackendError
 from tests.api.conftest import group, wait_ready
 from tests.api.service_process import metric_value
 
@@ -81,3 +82,37 @@ def test_a_dead_engine_fails_readiness_refuses_groups_then_stops_the_server(tmp_
         backend.health = None
         time.sleep(0.1)
         assert client.get("/readyz").json()["status"] == "failed"
+
+
+class LateEndpoint(FakeBackend):
+    """A judge endpoint that is not up for its first `refusals` starts (a router waiting for engines)."""
+
+    def __init__(self, refusals: int) -> None:
+        super().__init__()
+        self.refusals = refusals
+
+    async def start(self) -> None:
+        if self.refusals:
+            self.refusals -= 1
+            raise JudgeBackendError("GET http://router/v1/models failed: HTTP 503")
+        await super().start()
+
+
+def test_a_judge_endpoint_not_up_yet_is_asked_again_until_it_is(tmp_path: Path) -> None:
+    backend = LateEndpoint(refusals=5)
+    with app_client(tmp_path, backend) as client:
+        first = client.get("/readyz")
+        assert first.status_code == 503 and first.json()["status"] in ("loading", "unavailable")
+        until(lambda: client.get("/readyz").status_code == 200)
+        assert backend.refusals == 0
+        assert client.post("/v1/judge", json=group(2)).status_code == 200
+
+
+def test_a_start_that_fails_otherwise_is_reported_failed_with_its_error(tmp_path: Path) -> None:
+    class Broken(FakeBackend):
+        async def start(self) -> None:
+            raise RuntimeError("the model folder is unreadable")
+
+    with app_client(tmp_path, Broken()) as client:
+        until(lambda: client.get("/readyz").json()["status"] == "failed")
+        assert "model folder is unreadable" in client.get("/readyz").json()["error"]

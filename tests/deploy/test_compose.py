@@ -1,0 +1,57 @@
+"""The compose file passes the Compose specification's JSON schema and runs the fleet as designed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from tests.deploy.conftest import DEPLOY, run, tool
+
+COMPOSE = DEPLOY / "compose" / "compose.yaml"
+
+
+def check(path: Path) -> tuple[int, str]:
+    done = run(tool("check-jsonschema"), "--builtin-schema", "vendor.compose-spec", str(path))
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_the_compose_file_is_valid() -> None:
+    code, output = check(COMPOSE)
+    assert code == 0, output
+
+
+def test_the_validator_refuses_a_broken_file(tmp_path: Path) -> None:
+    broken = tmp_path / "compose.yaml"
+    broken.write_text(
+        COMPOSE.read_text().replace("    restart: unless-stopped\n", "    restrat: unless-stopped\n", 1)
+    )
+    code, output = check(broken)
+    assert code != 0 and "restrat" in output
+
+
+def test_two_replicas_on_postgres_behind_a_balancer_through_the_router() -> None:
+    services = yaml.safe_load(COMPOSE.read_text())["services"]
+    assert set(services) >= {
+        "postgres",
+        "migrate",
+        "judge",
+        "lb",
+        "router",
+        "vllm-1",
+        "vllm-2",
+        "prometheus",
+        "grafana",
+    }
+    judge = services["judge"]
+    env = judge["environment"]
+    assert judge["deploy"]["replicas"] == 2
+    assert env["JUDGE_DATABASE_URL"].startswith("postgresql://")
+    assert env["JUDGE_OPENAI_BASE_URL"] == "http://router:8080/v1"
+    assert judge["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
+    assert services["migrate"]["command"] == ["migrate"]
+    grace_s = int(judge["stop_grace_period"].rstrip("s"))
+    assert grace_s > float(env["JUDGE_DRAIN_TIMEOUT_S"])
+    assert "--policy consistent_hash" in services["router"]["command"]
+    for mounted in ("../prometheus/alerts.yml", "../grafana/judge-service.json"):
+        assert (COMPOSE.parent / mounted).resolve().exists()
