@@ -142,6 +142,7 @@ async def main_async(args: argparse.Namespace) -> None:
             samples.append(
                 {"t_s": round(time.monotonic() - started), **{n: rss_mib(p) for n, p in pids.items()}}
             )
+            log(f"{samples[-1]['t_s']} s: answers by status {dict(sorted(statuses.items()))}")
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(driving), timeout=args.sample_s)
         await driving

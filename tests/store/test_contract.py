@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from judge_service.errors import InvalidGroupError
-from judge_service.schemas import JudgeResponse
+from judge_service.schemas import MAX_STEP, MAX_TEXT_CHARS, JudgeResponse, RuleOptions
 from judge_service.store.base import (
     Claim,
     IdempotencyKey,
@@ -296,3 +296,23 @@ async def test_closing_at_the_deadline_freezes_the_members_and_old_groups_are_pr
     assert await store.prune_groups(closed_for_s=0.01) == 1
     assert await store.member_group("g") is None
     assert await store.member_group("still-open") is not None
+
+
+async def test_the_largest_values_a_request_may_carry_round_trip(store: JudgementStore) -> None:
+    """What the request bounds admit (schemas.py), every store holds unchanged: the largest step, the
+    longest texts, astral-plane characters, and option values the text fields never see."""
+    judgement = make_judgement("extreme", step=MAX_STEP)
+    request = judgement.request.model_copy(
+        update={
+            "reference": "🧪" * MAX_TEXT_CHARS,
+            "group_key": "\t\r\n" + "é" * 253,
+            "options": RuleOptions(
+                json_schema={"\u0000key": ["\u0000", 10**30, -0.0, None]}, labels=["\U0001f600"]
+            ),
+        }
+    )
+    judgement = judgement.model_copy(update={"request": request, "group_key": request.group_key})
+    await store.save(judgement, idempotency=IdempotencyKey("~" * 255, "h"))
+    assert await store.get("extreme") == judgement
+    page = await store.list_run("run-a", step=MAX_STEP)
+    assert [i.judgement_id for i in page.items] == ["extreme"]
