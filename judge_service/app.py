@@ -34,11 +34,6 @@ from judge_service.store.factory import build_store
 log = logging.getLogger(__name__)
 
 
-def create_app_from_environment() -> FastAPI:
-    """The app with settings from JUDGE_* variables: what each worker process builds (cli.py)."""
-    return create_app(Settings())
-
-
 def create_app(
     settings: Settings | None = None,
     *,
@@ -109,11 +104,18 @@ def create_app(
                 on_fatal=on_fatal,
             )
         )
+
+        async def shut_down() -> None:
+            """Drain: on the first stop signal with the listener still open (serving.py), and again,
+            at once, when the lifespan ends."""
+            await assembly.shut_down()  # members still waiting for their group get 503 and retry
+            await drain.drain(settings.drain_timeout_s)  # groups in flight finish and are stored
+
+        app.state.shut_down = shut_down
         try:
             yield
         finally:
-            await assembly.shut_down()  # members still waiting for their group get 503 and retry
-            await drain.drain(settings.drain_timeout_s)  # groups in flight finish and are stored
+            await shut_down()
             following.cancel()
             await judge_backend.close()
             await judgement_store.close()

@@ -1,7 +1,8 @@
 """Crashes and shutdowns lose nothing that was acknowledged.
 
 - SIGKILL mid-load: every judgement answered with 200 is found after a restart on the same database.
-- SIGTERM: groups in flight finish (200) before the process exits, cleanly.
+- SIGTERM: the listener stays open while draining (503 shutting_down, /readyz draining); groups in
+  flight finish (200) before the process exits, cleanly.
 - In-process: the lifespan's drain waits for requests in flight before closing the store, refuses
   new ones with 503 shutting_down meanwhile, and is bounded by JUDGE_DRAIN_TIMEOUT_S.
 """
@@ -94,11 +95,14 @@ def test_sigkill_mid_load_loses_no_acknowledged_judgement(
 # --------------------------------------------------------------------------- SIGTERM
 
 
-def test_sigterm_lets_groups_in_flight_finish_then_exits_cleanly(
+def test_sigterm_drains_with_the_listener_open_then_exits_cleanly(
     tmp_path: Path, processes: list[ServiceProcess]
 ) -> None:
+    """After SIGTERM, while groups are in flight: the port still answers, new requests get 503
+    shutting_down with Retry-After, /readyz says draining; the groups in flight finish with 200, then the
+    process exits. (Without the drain, uvicorn closes the listener at once: the probes are refused.)"""
     db = tmp_path / "judgements.sqlite3"
-    service = ServiceProcess(tmp_path, db_path=db, fake_latency_s=1.5, drain_timeout_s=20)
+    service = ServiceProcess(tmp_path, db_path=db, fake_latency_s=2.0, drain_timeout_s=20)
     processes.append(service.start())
     n = 4
 
@@ -106,6 +110,7 @@ def test_sigterm_lets_groups_in_flight_finish_then_exits_cleanly(
         with httpx.Client(base_url=service.url, timeout=20) as client:
             return client.post("/v1/judge", json=group(2, group_key=f"t{i}"))
 
+    probes: list[tuple[int, str | None, dict[str, object]]] = []
     with ThreadPoolExecutor(max_workers=n) as pool:
         futures = [pool.submit(one, i) for i in range(n)]
         with httpx.Client(base_url=service.url, timeout=5) as probe:
@@ -113,14 +118,27 @@ def test_sigterm_lets_groups_in_flight_finish_then_exits_cleanly(
             while metric_value(probe.get("/metrics").text, "judge_groups_in_flight") < n:
                 assert time.monotonic() < deadline, "the groups never got in flight"
                 time.sleep(0.02)
-        service.signal(signal.SIGTERM)
+            service.signal(signal.SIGTERM)
+            signalled = time.monotonic()
+            while probe.get("/readyz").json()["status"] != "draining":  # the next tick of the server
+                assert time.monotonic() < signalled + 0.5, "the drain did not begin"
+                time.sleep(0.01)
+            while time.monotonic() < signalled + 1.2:  # well before the groups' 2 s are up
+                refused = probe.post(
+                    "/v1/judge", json=group(2, group_key="late"), headers={"Connection": "close"}
+                )
+                ready = probe.get("/readyz")
+                probes.append((refused.status_code, refused.headers.get("retry-after"), ready.json()))
+                time.sleep(0.1)
         responses = [f.result() for f in futures]
 
+    assert len(probes) >= 5
+    assert all(p == (503, "1", {"status": "draining", "backend": "fake"}) for p in probes), probes
     assert [r.status_code for r in responses] == [200] * n, [r.text for r in responses]
     # uvicorn re-raises the signal after its graceful shutdown, so the status is 0 or "killed by TERM".
     assert service.wait(15) in (0, -signal.SIGTERM)
     log = service.log()
-    assert "drained: no request in flight" in log, log
+    assert f"draining: waiting up to 20 s for {n} request(s) in flight" in log, log
     assert "Application shutdown complete" in log and "Finished server process" in log, log
     assert "Traceback" not in log and "ERROR" not in log, log
 

@@ -33,8 +33,8 @@ def prepared_model() -> str:
 
 
 class VllmServe(Helper):
-    """vLLM's OpenAI server (`vllm serve`) on one core with a small KV cache, in a process group of its own (its EngineCore is a
-    child process: killing the group kills the engine as a crash would)."""
+    """vLLM's OpenAI server (`vllm serve`) on one core with a small KV cache, in a process group of its
+    own (its EngineCore is a child process: killing the group kills the engine as a crash would)."""
 
     def __init__(self, workdir: Path, model: str, name: str) -> None:
         self.port = free_port()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -46,3 +49,38 @@ def test_several_workers_need_a_remote_judge() -> None:
         Settings(backend="vllm", workers=2)
     assert Settings(backend="openai", workers=2).resolved_member_assembly() == "shared"
     assert Settings(backend="openai").resolved_member_assembly() == "local"
+
+
+def worker_pids(supervisor: int) -> list[int]:
+    return [int(p) for p in Path(f"/proc/{supervisor}/task/{supervisor}/children").read_text().split()]
+
+
+def test_sigterm_drains_every_worker_before_the_replica_exits(tmp_path: Path) -> None:
+    service = ServiceProcess(tmp_path, workers=2, fake_latency_s=1.5, drain_timeout_s=20).start()
+    try:
+        with httpx.Client(timeout=30) as client, ThreadPoolExecutor(6) as pool:
+            sent = [pool.submit(client.post, f"{service.url}/v1/judge", json=body(i, "w")) for i in range(6)]
+            deadline = time.monotonic() + 10
+            while metric_value(client.get(f"{service.url}/metrics").text, "judge_groups_in_flight") < 6:
+                assert time.monotonic() < deadline
+                time.sleep(0.02)
+            service.signal(signal.SIGTERM)
+            time.sleep(0.3)
+            refused = client.post(f"{service.url}/v1/judge", json=body(9, "w"))
+            assert refused.status_code == 503 and refused.json()["error"]["code"] == "shutting_down"
+            assert {f.result().status_code for f in sent} == {200}
+        assert service.wait(20) == 0
+    finally:
+        service.stop()
+
+
+def test_a_worker_that_dies_stops_the_replica_for_a_restart(tmp_path: Path) -> None:
+    service = ServiceProcess(tmp_path, workers=2).start()
+    try:
+        first, second = worker_pids(service.pid)
+        os.kill(first, signal.SIGKILL)
+        assert service.wait(30) == 1
+        assert not Path(f"/proc/{second}").exists() or "zombie" in Path(f"/proc/{second}/status").read_text()
+        assert "a worker exited" in service.log()
+    finally:
+        service.stop()
