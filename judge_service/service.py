@@ -10,10 +10,11 @@ import asyncio
 import functools
 import time
 import uuid
+from collections import OrderedDict
 from datetime import UTC, datetime
 from typing import Any
 
-from judge_service.errors import JudgeServiceError, NotFoundError
+from judge_service.errors import JudgeServiceError, NotFoundError, StoreUnavailableError
 from judge_service.idempotency import GradeFn, IdempotencyGuard, ScopedKey
 from judge_service.judging.base import Group, ModelRun
 from judge_service.judging.fingerprint import FingerprintCache
@@ -38,6 +39,9 @@ from judge_service.schemas import (
 from judge_service.store.base import IdempotencyKey, JudgementStore
 
 
+UNSAVED_KEPT = 1_000  # judgements kept for the retry of a failed save (see _store_and_observe)
+
+
 class JudgeService:
     def __init__(
         self,
@@ -52,6 +56,8 @@ class JudgeService:
         self._metrics = metrics
         self._idempotency = IdempotencyGuard(store, metrics, lease_s=idempotency_lease_s)
         self._fingerprints = FingerprintCache()
+        # Judgements whose save failed, by idempotency key: the retry stores them instead of judging again.
+        self._unsaved: OrderedDict[str, tuple[str, StoredJudgement]] = OrderedDict()
 
     async def grade(
         self, request: JudgeRequest, *, idempotency_key: str | None = None, caller: str | None = None
@@ -73,6 +79,10 @@ class JudgeService:
         regrade_of: str | None = None,
         idempotency: IdempotencyKey | None = None,
     ) -> JudgeResponse:
+        if idempotency is not None:  # judged before, but its save failed: store it now
+            kept = self._unsaved.pop(idempotency.key, None)
+            if kept is not None and kept[0] == idempotency.request_hash:
+                return await self._store_and_observe(kept[1], idempotency)
         started = time.perf_counter()
         judgement_id = uuid.uuid4().hex
         plan = self._graders.plan(request)  # 422 for an unknown grader
@@ -91,7 +101,30 @@ class JudgeService:
             regrade_of=regrade_of,
             **_model_run_fields(graded.run, total_ms=(time.perf_counter() - started) * 1000),
         )
-        await self._store.save(stored, idempotency=idempotency)
+        return await self._store_and_observe(stored, idempotency)
+
+    async def _store_and_observe(
+        self, stored: StoredJudgement, idempotency: IdempotencyKey | None
+    ) -> JudgeResponse:
+        """Save, then count it; a save that failed for the store's sake is a truthful, retryable 503, and
+        with an idempotency key the judgement is kept (bounded) for the retry to store."""
+        try:
+            await self._store.save(stored, idempotency=idempotency)
+        except StoreUnavailableError as exc:
+            if idempotency is None:
+                raise StoreUnavailableError(
+                    f"the group was judged but the judgement could not be stored ({exc.message}); send it "
+                    "again (with an Idempotency-Key, a retry would not judge it twice)"
+                ) from exc
+            self._unsaved[idempotency.key] = (idempotency.request_hash, stored)
+            while len(self._unsaved) > UNSAVED_KEPT:
+                self._unsaved.popitem(last=False)
+            raise StoreUnavailableError(
+                f"the group was judged but the judgement could not be stored ({exc.message}); send the same "
+                "request with the same Idempotency-Key again: this replica keeps the judgement and stores "
+                "it then, without judging again",
+                details={"judgement_id": stored.judgement_id},
+            ) from exc
         self._observe(stored)
         return stored.response()
 

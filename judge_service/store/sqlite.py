@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
+from judge_service.errors import StoreUnavailableError
 from judge_service.schemas import JudgementPage, StoredJudgement
 from judge_service.store import codec, migrations
 from judge_service.store.base import (
@@ -143,10 +144,16 @@ class SqliteJudgementStore:
 
     # ------------------------------------------------------------------ plumbing
 
-    async def _run(self, fn: Callable[[], T]) -> T:
+    async def _run(self, fn: Callable[[], T], *, opening: bool = False) -> T:
         if self._closed:
             raise RuntimeError("the judgement store is closed")
-        return await asyncio.get_running_loop().run_in_executor(self._executor, fn)
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._executor, fn)
+        except sqlite3.OperationalError as exc:  # disk full or failing, locked past the busy timeout
+            if opening:  # a start-up failure (a migration, a path) says what it is
+                raise
+            log.warning("judgement database %s: %s", self.path, exc)
+            raise StoreUnavailableError(f"the judgement database could not be used ({exc})") from exc
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
@@ -159,7 +166,7 @@ class SqliteJudgementStore:
 
     async def open(self) -> None:
         """Create or migrate the database; calling it again is a no-op."""
-        await self._run(self._open_sync)
+        await self._run(self._open_sync, opening=True)
 
     def _open_sync(self) -> None:
         if self._conn is not None:

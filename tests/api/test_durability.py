@@ -19,11 +19,16 @@ from pathlib import Path
 
 import httpx
 import pytest
+from fastapi.testclient import TestClient
 
 from judge_service.app import create_app
 from judge_service.backends.fake import FakeBackend
 from judge_service.config import Settings
+from judge_service.errors import StoreUnavailableError
+from judge_service.schemas import StoredJudgement
+from judge_service.store.base import IdempotencyKey
 from judge_service.store.sqlite import SqliteJudgementStore
+from tests.api.conftest import wait_ready
 from tests.api.service_process import ServiceProcess, group, metric_value
 
 pytestmark = pytest.mark.timeout(120)
@@ -214,3 +219,40 @@ async def test_drain_is_bounded_by_the_timeout(tmp_path: Path) -> None:
     stuck.cancel()
     await asyncio.gather(stuck, return_exceptions=True)
     await client.aclose()
+
+
+# --------------------------------------------------------------------------- a save that fails
+
+
+class SaveFailsOnce(SqliteJudgementStore):
+    """The database refuses the first save (full, failing over), then works again."""
+
+    failures = 1
+
+    async def save(self, judgement: StoredJudgement, *, idempotency: IdempotencyKey | None = None) -> None:
+        if self.failures:
+            self.failures -= 1
+            raise StoreUnavailableError("the judgement database is unavailable; retry in a few seconds")
+        await super().save(judgement, idempotency=idempotency)
+
+
+def test_a_failed_save_is_a_truthful_503_and_the_keyed_retry_is_not_judged_again(tmp_path: Path) -> None:
+    backend = FakeBackend()
+    store = SaveFailsOnce(tmp_path / "j.sqlite3")
+    app = create_app(Settings(backend="fake", home_dir=tmp_path), backend=backend, store=store)
+    with TestClient(app) as client:
+        wait_ready(client)
+        first = client.post("/v1/judge", json=group(2), headers={"Idempotency-Key": "k"})
+        assert first.status_code == 503 and first.headers["retry-after"] == "2"
+        error = first.json()["error"]
+        assert error["code"] == "store_unavailable"
+        assert "was judged but the judgement could not be stored" in error["message"]
+        assert "same Idempotency-Key" in error["message"]
+        retried = client.post("/v1/judge", json=group(2), headers={"Idempotency-Key": "k"})
+        assert retried.status_code == 200
+        assert retried.json()["judgement_id"] == error["details"]["judgement_id"]  # the kept judgement
+        assert len(backend.requests) == 1  # not judged twice
+        assert client.get(f"/v1/judgements/{error['details']['judgement_id']}").status_code == 200
+        store.failures = 1
+        unkeyed = client.post("/v1/judge", json=group(3))
+        assert unkeyed.status_code == 503 and "send it again" in unkeyed.json()["error"]["message"]
