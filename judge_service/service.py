@@ -38,7 +38,6 @@ from judge_service.schemas import (
 )
 from judge_service.store.base import IdempotencyKey, JudgementStore
 
-
 UNSAVED_KEPT = 1_000  # judgements kept for the retry of a failed save (see _store_and_observe)
 
 
