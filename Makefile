@@ -19,7 +19,8 @@ lint: install
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-# Both tiers: fast unit/API/backend tests, then the engine tier on the real vLLM engine.
+# Both tiers: fast unit/API/backend tests (random order, pytest-randomly), then the engine tier on the
+# real vLLM engine (fixed order: its tests share one engine).
 test: lint
 	$(PY) -m pytest -m "not engine" -q
 	$(PY) -m pytest -m engine -q -p no:randomly
@@ -28,4 +29,4 @@ test-unit: install
 	$(PY) -m pytest -m "not engine" -q
 
 test-engine: install
-	$(PY) -m pytest -m engine -q
+	$(PY) -m pytest -m engine -q -p no:randomly

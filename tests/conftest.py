@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 
 import pytest
@@ -23,3 +24,12 @@ def postgres_url(postgres_server: str) -> Iterator[str]:
     """A new, empty database of this test's own."""
     with fresh_database(postgres_server) as url:
         yield url
+
+
+@pytest.fixture
+def refused_url() -> Iterator[str]:
+    """A loopback URL whose connections are refused for the whole test: the port stays bound by this
+    fixture and never listens, so no other process can take it meanwhile (unlike a port assumed free)."""
+    with socket.socket() as bound:
+        bound.bind(("127.0.0.1", 0))
+        yield f"http://127.0.0.1:{bound.getsockname()[1]}"

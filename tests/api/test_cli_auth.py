@@ -167,7 +167,7 @@ def test_help_never_shows_the_key(
 
 
 def test_a_key_that_cannot_be_sent_is_refused_without_showing_it(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, refused_url: str
 ) -> None:
     with pytest.raises(ValueError, match="printable ASCII") as refused:
         bearer_headers("clé-secrète")
@@ -175,6 +175,6 @@ def test_a_key_that_cannot_be_sent_is_refused_without_showing_it(
     assert bearer_headers(None) == bearer_headers("") == bearer_headers("  ") == {}
 
     monkeypatch.setenv(API_KEY_ENV, "line-one\nline-two")
-    assert main(["calibrate", "--run", "r", "--server", "http://127.0.0.1:9"]) == 2
+    assert main(["calibrate", "--run", "r", "--server", refused_url]) == 2
     err = capsys.readouterr().err
     assert "printable ASCII" in err and "line-one" not in err and "line-two" not in err

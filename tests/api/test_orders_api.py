@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from judge_service.backends.base import GenerationRequest
 from judge_service.backends.fake import FakeBackend
 from judge_service.errors import JudgeBackendError
-from judge_service.judging.llm.orders import order_seed
+from judge_service.judging.llm.orders import order_seed, shown_orders
 from tests.api.conftest import group, make_client, wait_ready
 
 
@@ -38,7 +38,10 @@ def test_answers_are_shown_shuffled_with_the_seed_and_order_recorded(
     body = client.post("/v1/judge", json=group(8)).json()
     shown = shown_ids(fake_backend.requests[0])
     assert body["answer_orders"] == [shown]
-    assert sorted(shown) == sorted(f"a{i}" for i in range(8)) and shown != [f"a{i}" for i in range(8)]
+    # The order is the seeded shuffle of the request's order (which a random seed may leave unchanged,
+    # once in 8! groups: the seed decides, not a requirement to differ).
+    ids = [f"a{i}" for i in range(8)]
+    assert [shown] == shown_orders(ids, seed=body["order_seed"], count=1, shuffle=True)
     assert list(fake_backend.requests[0].json_schema["properties"]) == shown  # the reply follows it too
     assert body["order_seed"] == order_seed(body["judgement_id"])
     assert [a["id"] for a in body["answers"]] == [f"a{i}" for i in range(8)]  # results in request order
@@ -51,7 +54,12 @@ def test_a_request_seed_reproduces_the_order(client: TestClient) -> None:
     first = client.post("/v1/judge", json=group(8, seed=1234)).json()
     again = client.post("/v1/judge", json=group(8, seed=1234)).json()
     assert first["order_seed"] == again["order_seed"] == 1234
-    assert first["answer_orders"] == again["answer_orders"]
+    # Pinned: the shuffle a seed gives must not drift between releases (recorded orders are replayed by
+    # regrade and audits); this is shown_orders(a0..a7, seed=1234) as of this
+    # release.
+    assert (
+        first["answer_orders"] == again["answer_orders"] == [["a1", "a3", "a2", "a4", "a5", "a6", "a0", "a7"]]
+    )
     assert client.post("/v1/judge", json=group(2, seed=2**32)).status_code == 422
 
 

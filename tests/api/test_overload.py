@@ -73,10 +73,8 @@ def test_burst_over_capacity_gets_200_or_429_and_the_service_survives(service: S
         with httpx.Client(base_url=service.url, timeout=20) as client:
             return client.post("/v1/judge", json=group(4, group_key=f"g{i}"))
 
-    started = time.monotonic()
     with ThreadPoolExecutor(max_workers=BURST) as pool:
         responses = list(pool.map(one, range(BURST)))
-    elapsed = time.monotonic() - started
     sampler.stop.set()
     sampler.join(timeout=10)
 
@@ -95,8 +93,6 @@ def test_burst_over_capacity_gets_200_or_429_and_the_service_survives(service: S
         assert int(response.headers["Retry-After"]) >= 1
         error = response.json()["error"]
         assert error["code"] == "overloaded" and "retry" in error["message"]
-    # Refusals are immediate, so the burst ends in about the time the admitted groups take.
-    assert elapsed < (len(ok) / IN_FLIGHT + 2) * LATENCY_S + 5, elapsed
 
     assert sampler.samples > 3
     assert sampler.max_queue <= QUEUED, sampler.max_queue

@@ -158,12 +158,14 @@ def test_calibrate_and_agreement_commands_on_files(
     assert json.loads(capsys.readouterr().out)["matched_groups"] == 1
 
 
-def test_bad_input_and_an_unreachable_server(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_input_and_an_unreachable_server(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], refused_url: str
+) -> None:
     assert main(["calibrate", "--input", str(tmp_path / "missing.jsonl")]) == 2
     assert "missing.jsonl" in capsys.readouterr().err
     source, out = tmp_path / "groups.jsonl", tmp_path / "out.jsonl"
     source.write_text(json.dumps(group(1)) + "\n")
-    argv = ["judge-file", str(source), str(out), "--server", "http://127.0.0.1:9", "--retries", "0"]
+    argv = ["judge-file", str(source), str(out), "--server", refused_url, "--retries", "0"]
     assert main([*argv, "--no-progress"]) == 1
     assert json.loads(out.read_text())["error"]["code"] == "unreachable"
     assert "failed 1 (unreachable 1)" in capsys.readouterr().err

@@ -186,10 +186,10 @@ async def test_a_failed_page_stops_the_run_with_the_cursor_to_continue_from(
     ],
 )
 def test_bad_regrade_input_is_refused_before_any_request(
-    argv: list[str], capsys: pytest.CaptureFixture[str]
+    argv: list[str], capsys: pytest.CaptureFixture[str], refused_url: str
 ) -> None:
-    # Port 9 answers nothing: an attempted request would fail as unreachable (1), not as bad input (2).
-    assert main(["regrade", *argv, "--server", "http://127.0.0.1:9", "--no-progress"]) == 2
+    # Nothing answers there: an attempted request would fail as unreachable (1), not as bad input (2).
+    assert main(["regrade", *argv, "--server", refused_url, "--no-progress"]) == 2
     assert "judge-service regrade:" in capsys.readouterr().err
 
 
