@@ -8,6 +8,7 @@ stays bounded, and the service is healthy and idle afterwards.
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -131,10 +132,25 @@ def test_refused_callers_that_honour_retry_after_are_judged(service: ServiceProc
         assert list(pool.map(patient, range(12))) == [200] * 12
 
 
+def refusal_without_sending_the_body(port: int, declared_bytes: int) -> int:
+    """Send only the headers of a POST that declares a large body, and read the answer: a server that
+    waits for the body never answers (the socket times out); one that refuses first answers at once."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
+        head = (
+            f"POST /v1/judge HTTP/1.1\r\nHost: judge\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {declared_bytes}\r\n\r\n"
+        )
+        conn.sendall(head.encode())
+        status_line = conn.makefile("rb").readline().decode()  # socket.timeout if it waits for the body
+        return int(status_line.split()[1])
+
+
 def test_requests_past_the_in_flight_cap_are_refused_before_their_body_is_read(tmp_path: Path) -> None:
-    """The cap on requests in flight (memory held by bodies): 429 at once; probes are never refused."""
+    """The cap on requests in flight (memory held by bodies): once it is full, a new request gets 429
+    without its body being read; probes are never refused."""
     cap = 3
-    proc = ServiceProcess(tmp_path, fake_latency_s=LATENCY_S, max_requests_in_flight=cap, parse_retries=0)
+    latency_s = 2.0
+    proc = ServiceProcess(tmp_path, fake_latency_s=latency_s, max_requests_in_flight=cap, parse_retries=0)
     proc.start()
     try:
 
@@ -142,26 +158,30 @@ def test_requests_past_the_in_flight_cap_are_refused_before_their_body_is_read(t
             with httpx.Client(base_url=proc.url, timeout=20) as client:
                 return client.post("/v1/judge", json=group(2, group_key=f"c{i}"))
 
-        with ThreadPoolExecutor(max_workers=12) as pool:
-            pending = [pool.submit(one, i) for i in range(12)]
-            time.sleep(LATENCY_S / 2)  # the first ones are being judged now
+        with ThreadPoolExecutor(max_workers=cap) as pool:
+            held = [pool.submit(one, i) for i in range(cap)]
             with httpx.Client(base_url=proc.url, timeout=5) as client:
+                deadline = time.monotonic() + 10
+                while metric_value(client.get("/metrics").text, "judge_groups_in_flight") < cap:
+                    assert time.monotonic() < deadline, "the cap never filled"
+                    time.sleep(0.02)
+                # The cap is full (cap requests being judged, each for latency_s): now the probe.
+                assert refusal_without_sending_the_body(proc.port, declared_bytes=1_000_000) == 429
+                refused = client.post("/v1/judge", json=group(2, group_key="late"))
                 assert client.get("/readyz").status_code == 200
                 assert client.get("/metrics").status_code == 200
-            responses = [f.result() for f in pending]
+                # Still full: the refusals came while the cap was held, not after a request finished.
+                assert metric_value(client.get("/metrics").text, "judge_groups_in_flight") == cap
+            responses = [f.result() for f in held]
 
-        ok = [r for r in responses if r.status_code == 200]
-        refused = [r for r in responses if r.status_code == 429]
-        assert len(ok) + len(refused) == len(responses), [r.status_code for r in responses]
-        assert len(ok) >= cap and refused
-        for response in refused:
-            assert response.headers["Retry-After"] == "1"
-            error = response.json()["error"]
-            assert error["code"] == "overloaded" and error["details"] == {"limit": cap}
-            assert "JUDGE_MAX_REQUESTS_IN_FLIGHT" in error["message"]
+        assert [r.status_code for r in responses] == [200] * cap
+        assert refused.status_code == 429 and refused.headers["Retry-After"] == "1"
+        error = refused.json()["error"]
+        assert error["code"] == "overloaded" and error["details"] == {"limit": cap}
+        assert "JUDGE_MAX_REQUESTS_IN_FLIGHT" in error["message"]
         with httpx.Client(base_url=proc.url, timeout=10) as client:
             assert client.post("/v1/judge", json=group(1)).status_code == 200  # the cap frees up
             text = client.get("/metrics").text
-            assert f'judge_requests_total{{endpoint="/v1/judge",status="429"}} {len(refused)}.0' in text
+            assert 'judge_requests_total{endpoint="/v1/judge",status="429"} 2.0' in text
     finally:
         proc.stop()
