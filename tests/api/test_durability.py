@@ -256,3 +256,39 @@ def test_a_failed_save_is_a_truthful_503_and_the_keyed_retry_is_not_judged_again
         store.failures = 1
         unkeyed = client.post("/v1/judge", json=group(3))
         assert unkeyed.status_code == 503 and "send it again" in unkeyed.json()["error"]["message"]
+
+
+class SaveHeld(SqliteJudgementStore):
+    """A save that does not return until the test lets it: what the caller sees meanwhile is checked."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.entered = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def save(self, judgement: StoredJudgement, *, idempotency: IdempotencyKey | None = None) -> None:
+        self.entered.set()
+        await self.release.wait()
+        await super().save(judgement, idempotency=idempotency)
+
+
+@pytest.mark.parametrize("path", ["/v1/judge", "/v1/judge/batch"])
+async def test_no_response_leaves_before_the_save_returns(tmp_path: Path, path: str) -> None:
+    store = SaveHeld(tmp_path / "j.sqlite3")
+    app = create_app(Settings(backend="fake", home_dir=tmp_path), backend=FakeBackend(), store=store)
+    body = group(2) if path == "/v1/judge" else {"groups": [group(2)]}
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://judge") as client:
+            for _ in range(500):
+                if (await client.get("/readyz")).status_code == 200:
+                    break
+                await asyncio.sleep(0.01)
+            reply = asyncio.ensure_future(client.post(path, json=body))
+            await asyncio.wait_for(store.entered.wait(), timeout=10)
+            for _ in range(50):  # every other task runs meanwhile: a reply sent early would be done
+                await asyncio.sleep(0.002)
+            assert not reply.done(), "a response left before its judgement was saved"
+            store.release.set()
+            response = await reply
+    assert response.status_code == 200
