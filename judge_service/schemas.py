@@ -58,7 +58,13 @@ def _no_control_chars(value: str, info: ValidationInfo) -> str:
     return value
 
 
-Text = Annotated[str, AfterValidator(_no_control_chars)]
+Text = Annotated[
+    str,
+    AfterValidator(_no_control_chars),
+    # The same rule in the published schema, for clients and generated code (the validator above gives
+    # the error that names the character and its position).
+    Field(json_schema_extra={"pattern": r"^[^\x00-\x08\x0B\x0C\x0E-\x1F]*$"}),
+]
 """Caller text: any Unicode, empty allowed, no C0 controls except \\t \\n \\r."""
 
 MAX_JSON_SCHEMA_DEPTH = 64

@@ -22,7 +22,9 @@ def build_backend(
         from judge_service.backends.fake import FakeBackend
 
         return FakeBackend(
-            model_name=settings.served_model_name or "fake-judge", latency_s=settings.fake_latency_s
+            model_name=settings.served_model_name or "fake-judge",
+            latency_s=settings.fake_latency_s,
+            record=False,
         )
     if settings.backend == "openai":
         from judge_service.backends.openai_http import OpenAIHTTPBackend

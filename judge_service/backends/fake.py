@@ -30,12 +30,16 @@ class FakeBackend:
         model_name: str = "fake-judge",
         max_context_tokens: int | None = None,
         latency_s: float = 0.0,
+        record: bool = True,
     ) -> None:
         self._script = deque(script) if script is not None else None
         self._model_name = model_name
         self._max_context = max_context_tokens
         self._latency_s = latency_s
         self._ready = False
+        # Every request, for tests to inspect; off in a service (JUDGE_BACKEND=fake), where it would grow
+        # without bound.
+        self._record = record
         self.requests: list[GenerationRequest] = []
         self.health: BackendHealth | None = None  # set by tests: what health checks answer
 
@@ -59,7 +63,8 @@ class FakeBackend:
         return sum(len(m["content"]) for m in messages) // 4 + 8
 
     async def generate(self, request: GenerationRequest) -> Generation:
-        self.requests.append(request)
+        if self._record:
+            self.requests.append(request)
         if self._latency_s:
             await asyncio.sleep(self._latency_s)
         if self._script is not None:
