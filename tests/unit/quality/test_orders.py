@@ -11,7 +11,10 @@ IDS = ["a", "b", "c", "d"]
 
 
 def test_seed_is_a_stable_32_bit_number() -> None:
-    assert order_seed("f" * 32) == order_seed("f" * 32)
+    # Pinned: stored judgements record orders derived from their id's seed; a change here would make
+    # regrades and audits replay other orders (values as computed at this release).
+    assert order_seed("f" * 32) == 891486792
+    assert order_seed("x") == 762385986
     assert 0 <= order_seed("x") < 2**32
     assert order_seed("x") != order_seed("y")
 
