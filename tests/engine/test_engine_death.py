@@ -16,7 +16,7 @@ import psutil
 import pytest
 
 from tests.api.service_process import metric_value
-from tests.engine.conftest import _free_port, _wait_ready
+from tests.engine.conftest import _port_from_log, _wait_ready
 
 pytestmark = pytest.mark.engine
 
@@ -36,10 +36,9 @@ def _engine_core(pid: int) -> psutil.Process:
 
 
 def test_killing_the_engine_fails_readiness_and_exits_non_zero(tmp_path: Path) -> None:
-    port = _free_port()
     env = {
         **os.environ,
-        "JUDGE_PORT": str(port),
+        "JUDGE_PORT": "0",  # the OS picks; read back from the log
         "JUDGE_DB_PATH": str(tmp_path / "judgements.sqlite3"),
         "JUDGE_HEALTH_INTERVAL_S": "0.5",
         "JUDGE_DEAD_ENGINE_EXIT_S": "3",
@@ -50,6 +49,11 @@ def test_killing_the_engine_fails_readiness_and_exits_non_zero(tmp_path: Path) -
         server = subprocess.Popen(
             [sys.executable, "-m", "judge_service", "serve"], env=env, stdout=log, stderr=subprocess.STDOUT
         )
+    try:
+        port = _port_from_log(server, log_path)
+    except BaseException:
+        server.kill()
+        raise
     client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120)
     try:
         _wait_ready(client, server, log_path)
