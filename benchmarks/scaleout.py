@@ -50,8 +50,9 @@ from benchmarks.common import (
     workdir,
     write_result,
 )
-from judge_service.store import postgres as postgres_store
-from judge_service.store import sqlite as sqlite_store
+from judge_service.store.group_commit import MAX_ROWS_PER_COMMIT
+from judge_service.store.postgres import PostgresJudgementStore
+from judge_service.store.sqlite import SqliteJudgementStore
 
 NAME = "scaleout"
 SERVER = os.environ.get("JUDGE_BENCH_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
@@ -169,26 +170,24 @@ async def store_rate(store: Any, saves: int, concurrency: int) -> float:
 
 async def group_commit(tmp: Path, saves: int, rounds: int) -> list[dict[str, Any]]:
     rows = []
-    modules: tuple[tuple[str, Any], ...] = (("postgres", postgres_store), ("sqlite", sqlite_store))
-    for backend, module in modules:
+    for backend in ("postgres", "sqlite"):
         rates: dict[str, list[float]] = {"group commit": [], "one save per transaction": []}
         for _ in range(rounds):
-            for mode, per_commit in (
-                ("group commit", module.MAX_ROWS_PER_COMMIT),
-                ("one save per transaction", 1),
-            ):
+            for mode, per_commit in (("group commit", MAX_ROWS_PER_COMMIT), ("one save per transaction", 1)):
                 with contextlib.ExitStack() as stack:
+                    store: Any
                     if backend == "postgres":
                         url = stack.enter_context(fresh_database())
-                        store: Any = postgres_store.PostgresJudgementStore(url, migrate_on_open=True)
+                        store = PostgresJudgementStore(
+                            url, migrate_on_open=True, max_rows_per_commit=per_commit
+                        )
                     else:
-                        store = sqlite_store.SqliteJudgementStore(tmp / f"gc-{uuid.uuid4().hex}.sqlite3")
+                        path = tmp / f"gc-{uuid.uuid4().hex}.sqlite3"
+                        store = SqliteJudgementStore(path, max_rows_per_commit=per_commit)
                     await store.open()
-                    saved, module.MAX_ROWS_PER_COMMIT = module.MAX_ROWS_PER_COMMIT, per_commit
                     try:
                         rates[mode].append(await store_rate(store, saves, 64))
                     finally:
-                        module.MAX_ROWS_PER_COMMIT = saved
                         await store.close()
         grouped, single = (statistics.median(rates[m]) for m in rates)
         rows.append({"store": backend, "group_commit_saves_per_s": grouped, "single_saves_per_s": single,

@@ -14,6 +14,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -113,3 +114,10 @@ def fresh_database(server: str) -> Iterator[str]:
     finally:
         with psycopg.connect(server, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def run_migrate(database_url: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """`judge-service migrate` against `database_url`, as a deployment's migration job runs it."""
+    full_env = {**os.environ, "JUDGE_DATABASE_URL": database_url, **env}
+    command = [sys.executable, "-m", "judge_service", "migrate"]
+    return subprocess.run(command, env=full_env, capture_output=True, text=True, timeout=60)

@@ -1,5 +1,5 @@
-"""What every store shares, so that no backend re-derives it: the stored document, the page item cut
-from it, and the opaque paging cursor.
+"""What every store shares, so that no backend re-derives it: the stored document and the row around it,
+the page item cut from it, and the opaque paging cursor.
 
 A judgement is stored as one JSON document (StoredJudgement) beside a few indexed columns; a page item
 is the same document without what only GET /v1/judgements/{id} returns (the request, the raw outputs).
@@ -16,6 +16,7 @@ import re
 
 from judge_service.errors import InvalidGroupError
 from judge_service.schemas import STORED, JudgeResponse, StoredJudgement
+from judge_service.store.base import IdempotencyKey
 
 # Fields of a stored judgement that a page item (JudgeResponse) does not carry.
 _STORED_ONLY_KEYS = ("request", "raw_outputs")
@@ -23,8 +24,33 @@ _CURSOR_RE = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 _POSITION_RE = re.compile(r"[1-9][0-9]{0,18}")
 
 
+# The judgements table's columns a save writes, in the order `row` gives them (both stores' INSERT).
+ROW_COLUMNS = (
+    "judgement_id, created_at, run_id, step, group_key, grader,"
+    " judge_model, prompt_version, status, doc, idempotency_key, request_hash"
+)
+
+
 def document(judgement: StoredJudgement) -> str:
     return judgement.model_dump_json()
+
+
+def row(judgement: StoredJudgement, idempotency: IdempotencyKey | None) -> tuple[object, ...]:
+    """One judgement's values for ROW_COLUMNS."""
+    return (
+        judgement.judgement_id,
+        judgement.created_at.isoformat(),
+        judgement.run_id,
+        judgement.step,
+        judgement.group_key,
+        judgement.grader,
+        judgement.judge_model,
+        judgement.prompt_version,
+        judgement.status,
+        document(judgement),
+        idempotency.key if idempotency else None,
+        idempotency.request_hash if idempotency else None,
+    )
 
 
 def load_judgement(doc: str) -> StoredJudgement:

@@ -5,10 +5,9 @@ The same contract as the embedded SQLite store (store/base.py), on a pool of aut
 
 - Acknowledged means committed: `save()` returns after its transaction's COMMIT, with the server's
   default `synchronous_commit=on` (checked at open: a server set to `off` is refused).
-- Group commit: saves that arrive while a batch is being written are queued and written together in
-  the next transaction, one commit for all of them (up to MAX_ROWS_PER_COMMIT), exactly as on SQLite.
-  A row that breaks a constraint fails only its own save (ON CONFLICT DO NOTHING, then the rows not
-  inserted are told apart), never the batch.
+- Group commit (store/group_commit.py), as on SQLite: queued saves share the next transaction. A row
+  that breaks a constraint fails only its own save (ON CONFLICT DO NOTHING, then the rows not inserted
+  are told apart), never the batch.
 - Paging without gaps across replicas: keyset paging on `id` skips a row whose id was taken before a
   page was read but committed after it. Each write transaction therefore takes one transaction-scoped
   advisory lock before it takes ids, so ids become visible in the order they were taken. Writes are
@@ -22,11 +21,10 @@ The same contract as the embedded SQLite store (store/base.py), on a pool of aut
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -44,6 +42,7 @@ from judge_service.store.base import (
     MemberGroup,
     MemberJoin,
 )
+from judge_service.store.group_commit import MAX_ROWS_PER_COMMIT, GroupCommit, PendingSave
 from judge_service.store.migrations import POSTGRES
 
 __all__ = ["PostgresJudgementStore"]
@@ -52,15 +51,13 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-MAX_ROWS_PER_COMMIT = 256
 # Advisory lock keys (any two distinct bigints): one for migrations, one that orders id-taking writes.
 _MIGRATION_LOCK = 0x6A756467_65000001
 _WRITE_LOCK = 0x6A756467_65000002
 
 _NOW = "extract(epoch from clock_timestamp())"
 _INSERT = (
-    "INSERT INTO judgements (judgement_id, created_at, run_id, step, group_key, grader,"
-    " judge_model, prompt_version, status, doc, idempotency_key, request_hash)"
+    f"INSERT INTO judgements ({codec.ROW_COLUMNS})"
     " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
     " ON CONFLICT DO NOTHING RETURNING judgement_id"
 )
@@ -75,14 +72,6 @@ _CLAIM = (
 )
 
 
-@dataclass
-class _PendingSave:
-    judgement_id: str
-    idempotency: IdempotencyKey | None
-    row: tuple[object, ...]
-    done: asyncio.Future[None]
-
-
 class PostgresJudgementStore:
     """`JudgementStore` on PostgreSQL. Call `open()` before use and `close()` at shutdown."""
 
@@ -93,6 +82,7 @@ class PostgresJudgementStore:
         pool_size: int = 10,
         timeout_s: float = 5.0,
         migrate_on_open: bool = False,
+        max_rows_per_commit: int = MAX_ROWS_PER_COMMIT,
     ) -> None:
         self._url = url
         self._pool_size = pool_size
@@ -100,8 +90,10 @@ class PostgresJudgementStore:
         self._migrate_on_open = migrate_on_open
         self._pool: AsyncConnectionPool | None = None
         self._closed = False
-        self._pending: list[_PendingSave] = []
-        self._writer: asyncio.Task[None] | None = None
+        self._commits = GroupCommit(
+            lambda batch: self._run(functools.partial(self._insert_batch, batch=batch)),
+            max_rows=max_rows_per_commit,
+        )
 
     # ------------------------------------------------------------------ plumbing
 
@@ -218,8 +210,7 @@ class PostgresJudgementStore:
         """Write the saves already accepted, then close the pool; later calls raise. Idempotent."""
         if self._closed:
             return
-        while self._writer is not None:
-            await asyncio.shield(self._writer)
+        await self._commits.flush()
         self._closed = True
         if self._pool is not None:
             await self._pool.close()
@@ -231,49 +222,10 @@ class PostgresJudgementStore:
         """Write one judgement and commit it; ValueError if its id is already stored, IdempotencyKeyTaken if
         another judgement holds its key, StoreUnavailableError if the server could not be reached."""
         self._live_pool()
-        row = (
-            judgement.judgement_id,
-            judgement.created_at.isoformat(),
-            judgement.run_id,
-            judgement.step,
-            judgement.group_key,
-            judgement.grader,
-            judgement.judge_model,
-            judgement.prompt_version,
-            judgement.status,
-            codec.document(judgement),
-            idempotency.key if idempotency else None,
-            idempotency.request_hash if idempotency else None,
-        )
-        pending = _PendingSave(
-            judgement.judgement_id, idempotency, row, asyncio.get_running_loop().create_future()
-        )
-        self._pending.append(pending)
-        if self._writer is None:
-            self._writer = asyncio.create_task(self._write_pending())
-        await pending.done
-
-    async def _write_pending(self) -> None:
-        try:
-            while self._pending:
-                batch = self._pending[:MAX_ROWS_PER_COMMIT]
-                del self._pending[:MAX_ROWS_PER_COMMIT]
-                try:
-                    errors = await self._run(functools.partial(self._insert_batch, batch=batch))
-                except Exception as exc:  # the transaction failed as a whole: every save in it fails
-                    errors = [exc] * len(batch)
-                except BaseException:
-                    for pending in batch + self._pending:
-                        pending.done.cancel()
-                    self._pending.clear()
-                    raise
-                for pending, error in zip(batch, errors, strict=True):
-                    _settle(pending, error)
-        finally:
-            self._writer = None
+        await self._commits.save(judgement, idempotency)
 
     async def _insert_batch(
-        self, conn: psycopg.AsyncConnection[Any], *, batch: Sequence[_PendingSave]
+        self, conn: psycopg.AsyncConnection[Any], *, batch: Sequence[PendingSave]
     ) -> list[Exception | None]:
         async with conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_WRITE_LOCK,))
@@ -469,15 +421,6 @@ async def _member_group(
 async def _applied(conn: psycopg.AsyncConnection[Any]) -> list[str]:
     rows = await (await conn.execute("SELECT name FROM schema_migrations ORDER BY name")).fetchall()
     return [str(r[0]) for r in rows]
-
-
-def _settle(pending: _PendingSave, error: Exception | None) -> None:
-    if pending.done.done():
-        return
-    if error is None:
-        pending.done.set_result(None)
-    else:
-        pending.done.set_exception(error)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -5,11 +5,9 @@ connection is only ever touched by the thread that created it. The connection is
 mode with explicit transactions, WAL and synchronous=FULL, so once `save()` returns the row is
 on disk and survives the process being killed right after.
 
-Group commit: saves that arrive while a write is on the disk are queued and written together in the
-next transaction, one fsync for all of them (up to MAX_ROWS_PER_COMMIT). A lone save is written at
-once, so nothing waits for a batch to fill. Each save still returns only after its own commit, and a
-row that breaks a constraint fails only its own save: SQLite backs out just the failing statement and
-the transaction carries on with the others.
+Group commit (store/group_commit.py): saves that arrive while a write is on the disk share the next
+transaction, one fsync for all of them. A row that breaks a constraint fails only its own save: SQLite
+backs out just the failing statement and the transaction carries on with the others.
 """
 
 from __future__ import annotations
@@ -19,9 +17,9 @@ import contextlib
 import functools
 import logging
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
@@ -37,6 +35,7 @@ from judge_service.store.base import (
     MemberGroup,
     MemberJoin,
 )
+from judge_service.store.group_commit import MAX_ROWS_PER_COMMIT, GroupCommit, PendingSave
 from judge_service.store.migrations import SQLITE, Migration
 
 __all__ = ["SqliteJudgementStore"]
@@ -46,13 +45,9 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 BUSY_TIMEOUT_MS = 5_000
-# Bounds one transaction (and so the extra wait of the first save in it) under a burst of saves.
-MAX_ROWS_PER_COMMIT = 256
 
 _INSERT = (
-    "INSERT INTO judgements (judgement_id, created_at, run_id, step, group_key, grader,"
-    " judge_model, prompt_version, status, doc, idempotency_key, request_hash)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    f"INSERT INTO judgements ({codec.ROW_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
     # A taken key inserts nothing (rowcount 0) instead of raising: no error text to parse.
     " ON CONFLICT (idempotency_key) DO NOTHING"
 )
@@ -105,24 +100,7 @@ def _write_transaction(conn: sqlite3.Connection) -> Iterator[None]:
         raise
 
 
-@dataclass
-class _PendingSave:
-    judgement_id: str
-    idempotency: IdempotencyKey | None
-    row: tuple[object, ...]
-    done: asyncio.Future[None]
-
-
-def _settle(pending: _PendingSave, error: Exception | None) -> None:
-    if pending.done.done():  # the caller was cancelled; the row is written (or not) all the same
-        return
-    if error is None:
-        pending.done.set_result(None)
-    else:
-        pending.done.set_exception(error)
-
-
-def _integrity_error(exc: sqlite3.IntegrityError, pending: _PendingSave) -> Exception:
+def _integrity_error(exc: sqlite3.IntegrityError, pending: PendingSave) -> Exception:
     """The error one save() raises for its row's constraint violation (the key is handled by ON CONFLICT,
     so the only unique column left to break is the judgement id)."""
     return ValueError(f"judgement {pending.judgement_id!r} is already stored; ids must be unique ({exc})")
@@ -131,16 +109,16 @@ def _integrity_error(exc: sqlite3.IntegrityError, pending: _PendingSave) -> Exce
 class SqliteJudgementStore:
     """`JudgementStore` on a single SQLite file. Call `open()` before use and `close()` at shutdown."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, max_rows_per_commit: int = MAX_ROWS_PER_COMMIT) -> None:
         self.path = Path(path)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="judgement-store")
         # Only ever read or written on the worker thread.
         self._conn: sqlite3.Connection | None = None
         self._closed = False
-        # Group commit (module docstring): saves waiting for the next transaction, and the task
-        # that writes them; both only touched on the event loop.
-        self._pending: list[_PendingSave] = []
-        self._writer: asyncio.Task[None] | None = None
+        self._commits = GroupCommit(
+            lambda batch: self._run(functools.partial(self._insert_batch, batch)),
+            max_rows=max_rows_per_commit,
+        )
 
     # ------------------------------------------------------------------ plumbing
 
@@ -232,8 +210,7 @@ class SqliteJudgementStore:
         """Close the connection and stop the worker; later calls raise RuntimeError. Idempotent."""
         if self._closed:
             return
-        while self._writer is not None:  # saves already accepted are written first
-            await asyncio.shield(self._writer)
+        await self._commits.flush()  # saves already accepted are written first
         self._closed = True
         loop = asyncio.get_running_loop()
         try:
@@ -254,50 +231,9 @@ class SqliteJudgementStore:
         IdempotencyKeyTaken if another judgement holds its idempotency key."""
         if self._closed:
             raise RuntimeError("the judgement store is closed")
-        row = (
-            judgement.judgement_id,
-            judgement.created_at.isoformat(),
-            judgement.run_id,
-            judgement.step,
-            judgement.group_key,
-            judgement.grader,
-            judgement.judge_model,
-            judgement.prompt_version,
-            judgement.status,
-            codec.document(judgement),
-            idempotency.key if idempotency else None,
-            idempotency.request_hash if idempotency else None,
-        )
-        pending = _PendingSave(
-            judgement.judgement_id, idempotency, row, asyncio.get_running_loop().create_future()
-        )
-        self._pending.append(pending)
-        if self._writer is None:
-            self._writer = asyncio.create_task(self._write_pending())
-        await pending.done
+        await self._commits.save(judgement, idempotency)
 
-    async def _write_pending(self) -> None:
-        """Commit queued saves, a batch per transaction, until none are left."""
-        try:
-            while self._pending:
-                batch = self._pending[:MAX_ROWS_PER_COMMIT]
-                del self._pending[:MAX_ROWS_PER_COMMIT]
-                write = functools.partial(self._insert_batch, batch)
-                try:
-                    errors: list[Exception | None] = await self._run(write)
-                except Exception as exc:  # the transaction failed as a whole: every save in it fails
-                    errors = [exc] * len(batch)
-                except BaseException:  # cancelled (loop shutdown): nobody may be left waiting
-                    for pending in batch + self._pending:
-                        pending.done.cancel()
-                    self._pending.clear()
-                    raise
-                for pending, error in zip(batch, errors, strict=True):
-                    _settle(pending, error)
-        finally:
-            self._writer = None
-
-    def _insert_batch(self, batch: list[_PendingSave]) -> list[Exception | None]:
+    def _insert_batch(self, batch: Sequence[PendingSave]) -> list[Exception | None]:
         conn = self._connection()
         errors: list[Exception | None] = []
         with _write_transaction(conn):

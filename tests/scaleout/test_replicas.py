@@ -21,21 +21,14 @@ import psycopg
 import pytest
 
 from tests.api.service_process import REPO, ServiceProcess, metric_value
-from tests.postgres_server import ThrowawayCluster, fresh_database
+from tests.postgres_server import ThrowawayCluster, fresh_database, run_migrate
 from tests.scaleout.load import body
 
 LEASE_S = 2.0
 
 
 def migrate(database_url: str) -> None:
-    env = {**os.environ, "JUDGE_DATABASE_URL": database_url}
-    done = subprocess.run(
-        [sys.executable, "-m", "judge_service", "migrate"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = run_migrate(database_url)
     assert done.returncode == 0, done.stderr
 
 

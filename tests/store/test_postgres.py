@@ -4,10 +4,6 @@ a job, durable commits checked at open, and 503-able failures while the server i
 from __future__ import annotations
 
 import asyncio
-import os
-import socket
-import subprocess
-import sys
 
 import psycopg
 import pytest
@@ -15,7 +11,7 @@ import pytest
 from judge_service.errors import StoreUnavailableError
 from judge_service.store.migrations import MIGRATIONS
 from judge_service.store.postgres import PostgresJudgementStore
-from tests.postgres_server import ThrowawayCluster, fresh_database
+from tests.postgres_server import ThrowawayCluster, fresh_database, run_migrate
 from tests.store.samples import make_judgement
 
 
@@ -93,40 +89,17 @@ async def test_while_the_server_is_away_calls_fail_as_unavailable_then_recover()
 
 
 def test_the_migrate_command_applies_pending_migrations_once(postgres_url: str) -> None:
-    env = {**os.environ, "JUDGE_DATABASE_URL": postgres_url}
-    first = subprocess.run(
-        [sys.executable, "-m", "judge_service", "migrate"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    first = run_migrate(postgres_url)
     assert first.returncode == 0, first.stderr
     assert all(f"applied migration {m.name}" in first.stderr for m in MIGRATIONS)
     assert applied(postgres_url) == [m.name for m in MIGRATIONS]
-    again = subprocess.run(
-        [sys.executable, "-m", "judge_service", "migrate"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    again = run_migrate(postgres_url)
     assert again.returncode == 0 and "applied migration" not in again.stderr
     assert "up to date" in again.stdout
 
 
-def test_the_migrate_command_fails_clearly_without_a_database() -> None:
-    with socket.socket() as bound:  # bound, never listening: connections to it are refused
-        bound.bind(("127.0.0.1", 0))
-        port = bound.getsockname()[1]
-        env = {**os.environ, "JUDGE_DATABASE_URL": f"postgresql://postgres@127.0.0.1:{port}/none"}
-        env["JUDGE_DATABASE_TIMEOUT_S"] = "1"
-        done = subprocess.run(
-            [sys.executable, "-m", "judge_service", "migrate"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+def test_the_migrate_command_fails_clearly_without_a_database(refused_url: str) -> None:
+    port = refused_url.rsplit(":", 1)[1]
+    done = run_migrate(f"postgresql://postgres@127.0.0.1:{port}/none", JUDGE_DATABASE_TIMEOUT_S="1")
     assert done.returncode == 1
     assert done.stderr.strip().splitlines()[-1].startswith("judge-service migrate: ")

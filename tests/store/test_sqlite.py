@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 
 from judge_service.store import migrations as migrations_module
-from judge_service.store import sqlite as store_module
 from judge_service.store.base import JudgementStore
 from judge_service.store.migrations import MIGRATIONS, SQLITE, Migration
 from judge_service.store.sqlite import SqliteJudgementStore
@@ -223,12 +222,14 @@ async def test_concurrent_saves_share_one_commit(
     assert sqlite_count(db_path) == 41
 
 
-async def test_commit_size_is_bounded(
-    store: SqliteJudgementStore, db_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(store_module, "MAX_ROWS_PER_COMMIT", 4)
-    batches = record_batches(store, monkeypatch)
-    await asyncio.gather(*(store.save(make_judgement(f"b-{i}", n=i)) for i in range(10)))
+async def test_commit_size_is_bounded(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = SqliteJudgementStore(db_path, max_rows_per_commit=4)
+    await store.open()
+    try:
+        batches = record_batches(store, monkeypatch)
+        await asyncio.gather(*(store.save(make_judgement(f"b-{i}", n=i)) for i in range(10)))
+    finally:
+        await store.close()
     assert [len(b) for b in batches] == [4, 4, 2]
     assert sqlite_count(db_path) == 10
 
