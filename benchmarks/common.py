@@ -442,11 +442,12 @@ def bench_settings(workdir: Path, **overrides: Any) -> Settings:
     return Settings(db_path=workdir / "judgements.sqlite3", **overrides)
 
 
-async def start_engine(settings: Settings) -> JudgeBackend:
-    """Build and start the configured backend (the in-process vLLM engine for backend='vllm')."""
+async def start_engine(settings: Settings, metrics: JudgeMetrics | None = None) -> JudgeBackend:
+    """Build and start the configured backend (the in-process vLLM engine for backend='vllm'); the
+    engine's own statistics (prefix cache hits, ...) go to `metrics` when given."""
     from judge_service.backends.factory import build_backend
 
-    backend = build_backend(settings, JudgeMetrics())
+    backend = build_backend(settings, metrics or JudgeMetrics())
     started = time.perf_counter()
     log(f"starting the {settings.backend} backend (prefix caching {settings.enable_prefix_caching}) ...")
     await backend.start()

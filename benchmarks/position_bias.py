@@ -1,20 +1,23 @@
-"""How much the judge's marks depend on where an answer is shown, on the real engine.
+"""How much the judge's marks depend on where an answer is shown (real engine); integer vs expected marks.
 
-    OMP_NUM_THREADS=2 .venv/bin/python -m benchmarks.position_bias [--groups 8] [--answers 4]
+    OMP_NUM_THREADS=2 .venv/bin/python -m benchmarks.position_bias [--groups 8] [--answers 4] [--decoding D]
 
-Every group is judged through the service's own JudgeService.grade (in-process) with `orders=4`: the
-seeded shuffle p, p reversed, p rotated by half, and that reversed, so with four answers each answer is
-shown once in every position. parse_retries is 0, so the stored raw outputs are exactly one per order,
-in order, and each is parsed back to per-order marks. A judge that ignores position gives every answer
-the same score in every order. Reported:
-- order sensitivity: the service's own figure (mean over answers of max - min of the overall score
-  across orders), averaged over groups; 0 = order changes nothing, 1 = from worst to best;
+Every group is judged through the service's own JudgeService.grade (in-process) in four orders: the
+seeded shuffle p, p reversed, p rotated by half, and that reversed (orders.py), so with four answers each
+answer is shown once in every position. Each order is its own judgement (answer shuffling off, the
+answers sent in that order), so every order's marks and expected marks are stored. The same judgements
+are then scored twice, from the integer marks and from the expected marks (the judge's
+probability-weighted marks), and reported side by side:
+- order sensitivity: mean over answers of max - min of the overall score across orders (the service's
+  own figure for orders > 1), averaged over groups; 0 = order changes nothing, 1 = from worst to best;
 - the mean overall score by shown position (1 = first), pooled over all orders and groups;
 - Spearman's rho between shown position and score, pooled (0: no position effect);
 - how often two orders rank the group's answers the same way: mean Kendall tau-b between the score
   vectors of every pair of orders (1: identical rankings, 0: unrelated); pairs where an order gave
   every answer the same score are left out (tau is undefined there), and their count is reported;
-- the share of answers whose overall score differs between orders.
+- the share of answers whose overall score differs between orders;
+- ties: the share of flat judgements (every answer the same score: no GRPO signal) and the mean number
+  of distinct scores per judgement.
 """
 
 from __future__ import annotations
@@ -38,62 +41,98 @@ from benchmarks.common import (
     write_result,
 )
 from judge_service.judging.llm.criteria import resolve_criteria
-from judge_service.judging.llm.parser import parse_judgement
+from judge_service.judging.llm.orders import shown_orders
 from judge_service.quality.agreement import kendall_tau_b, spearman_rho
-from judge_service.schemas import JudgeRequest, StoredJudgement
+from judge_service.schemas import MAX_ORDERS, JudgeRequest, ScoreFrom, StoredJudgement
 
 NAME = "position_bias"
 
 
-def per_order_scores(stored: StoredJudgement) -> list[dict[str, tuple[int, float]]]:
-    """For each order: answer id -> (shown position, overall 0-1 score), for the answers it marked."""
+def order_requests(body: dict[str, Any], seed: int) -> list[JudgeRequest]:
+    """The group once per structured order, its answers sent in that order (shuffling must be off)."""
+    by_id = {a["id"]: a for a in body["answers"]}
+    orders = shown_orders(list(by_id), seed=seed, count=MAX_ORDERS, shuffle=True)
+    return [
+        JudgeRequest.model_validate(body | {"answers": [by_id[i] for i in order], "orders": 1})
+        for order in orders
+    ]
+
+
+def scores_of(stored: StoredJudgement, score_from: ScoreFrom) -> dict[str, tuple[int, float]]:
+    """Answer id -> (shown position, overall 0-1 score from marks or expected marks), scored answers.
+    An expected mark the judge did not give is replaced by the integer mark (counted by stand_ins)."""
     criteria = resolve_criteria(stored.request.criteria)
-    names = [c.name for c in criteria]
-    weights = {c.name: c.weight for c in criteria}
-    total = sum(weights.values())
-    ids = [a.id for a in stored.request.answers]
-    orders = stored.answer_orders or []
-    result = []
-    for order, raw in zip(orders, stored.raw_outputs, strict=True):
-        parsed = parse_judgement(raw, ids, names)
-        result.append(
-            {
-                answer_id: (
-                    order.index(answer_id),
-                    sum((marks[n].mark - 1) / 4 * weights[n] for n in names) / total,
-                )
-                for answer_id, marks in parsed.marks.items()
-            }
-        )
+    total = sum(c.weight for c in criteria)
+    shown = (stored.answer_orders or [[a.id for a in stored.request.answers]])[0]
+    result = {}
+    for answer in stored.answers:
+        if answer.status != "scored" or answer.criteria is None:
+            continue
+        marks = answer.criteria
+        values = {
+            c.name: marks[c.name].expected_mark
+            if score_from == "expected" and marks[c.name].expected_mark is not None
+            else marks[c.name].mark
+            for c in criteria
+        }
+        overall = sum((values[c.name] - 1) / 4 * c.weight for c in criteria) / total
+        result[answer.id] = (shown.index(answer.id), overall)
     return result
 
 
-def summarize(judgements: list[StoredJudgement], n_answers: int) -> dict[str, Any]:
+def stand_ins(groups: list[list[StoredJudgement]]) -> int:
+    """Criterion marks without an expected mark, over all judgements."""
+    return sum(
+        1
+        for judgements in groups
+        for stored in judgements
+        for answer in stored.answers
+        for mark in (answer.criteria or {}).values()
+        if mark.expected_mark is None
+    )
+
+
+def summarize(
+    groups: list[list[StoredJudgement]], n_answers: int, score_from: ScoreFrom = "mark"
+) -> dict[str, Any]:
+    """The figures of the module docstring over groups, each a list of one judgement per order."""
     by_position: dict[int, list[float]] = {p: [] for p in range(n_answers)}
     positions: list[float] = []
     scores: list[float] = []
     taus: list[float] = []
+    sensitivities: list[float] = []
+    flat = distinct_total = judged = 0
     answers_seen = answers_changed = 0
-    for stored in judgements:
-        orders = per_order_scores(stored)
+    for judgements in groups:
+        orders = [scores_of(stored, score_from) for stored in judgements]
         for marked in orders:
             for position, score in marked.values():
                 by_position[position].append(score)
                 positions.append(position)
                 scores.append(score)
+            if len(marked) >= 2:
+                distinct = len({round(score, 6) for _, score in marked.values()})
+                judged += 1
+                distinct_total += distinct
+                flat += distinct == 1
         for first, second in itertools.combinations(orders, 2):
             common = [a for a in first if a in second]
             tau = kendall_tau_b([first[a][1] for a in common], [second[a][1] for a in common])
             if tau is not None:
                 taus.append(tau)
-        for answer in stored.request.answers:
-            seen = {round(o[answer.id][1], 6) for o in orders if answer.id in o}
+        spreads = []
+        for answer in judgements[0].request.answers:
+            seen = [o[answer.id][1] for o in orders if answer.id in o]
             if seen:
                 answers_seen += 1
-                answers_changed += len(seen) > 1
-    sensitivities = [j.order_sensitivity for j in judgements if j.order_sensitivity is not None]
+                answers_changed += len({round(s, 6) for s in seen}) > 1
+            if len(seen) >= 2:
+                spreads.append(max(seen) - min(seen))
+        if spreads:
+            sensitivities.append(mean(spreads))
     return {
-        "groups": len(judgements),
+        "score_from": score_from,
+        "groups": len(groups),
         "order_sensitivity_mean": round(mean(sensitivities), 4) if sensitivities else None,
         "mean_score_by_position": {
             str(p + 1): round(mean(v), 4) if v else None for p, v in by_position.items()
@@ -105,7 +144,24 @@ def summarize(judgements: list[StoredJudgement], n_answers: int) -> dict[str, An
         "answers_whose_score_changed_share": round(answers_changed / answers_seen, 4)
         if answers_seen
         else None,
+        "flat_share": round(flat / judged, 4) if judged else None,
+        "distinct_scores_per_group_mean": round(distinct_total / judged, 4) if judged else None,
     }
+
+
+async def judge_in_four_orders(
+    service: Any, bodies: list[dict[str, Any]], seed: int
+) -> list[list[StoredJudgement]]:
+    """Every group in the four orders, all submitted at once; per group its judgements in order."""
+    requests = [order_requests(body, seed + i) for i, body in enumerate(bodies)]
+    flat = [r for group in requests for r in group]
+    responses = await asyncio.gather(*(service.grade(r) for r in flat))
+    stored = [await service.get(r.judgement_id) for r in responses]
+    per_group, start = [], 0
+    for group in requests:
+        per_group.append(stored[start : start + len(group)])
+        start += len(group)
+    return per_group
 
 
 def _round(value: float | None) -> float | None:
@@ -115,55 +171,62 @@ def _round(value: float | None) -> float | None:
 async def _main(args: argparse.Namespace) -> int:
     bodies = make_groups(args.groups, args.answers, seed=args.seed, n_criteria=args.criteria, run_id=NAME)
     with workdir(NAME) as tmp:
+        overrides: dict[str, Any] = {"decoding": args.decoding} if args.decoding else {}
         settings = bench_settings(
             tmp,
             reason_max_chars=args.reason_chars,
             parse_retries=0,
-            max_groups_in_flight=max(32, args.groups),
+            shuffle_answers=False,
+            max_groups_in_flight=max(32, args.groups * MAX_ORDERS),
+            **overrides,
         )
         engine = await start_engine(settings)
         try:
             async with running_app(settings, SharedBackend(engine)) as app:
-                service = app.state.service
-                log(f"judging {args.groups} groups of {args.answers} answers under 4 orders each ...")
-                requests = [JudgeRequest.model_validate(b | {"orders": 4}) for b in bodies]
-                responses = await asyncio.gather(*(service.grade(r) for r in requests))
-                judgements = [await service.get(r.judgement_id) for r in responses]
+                log(f"judging {args.groups} groups of {args.answers} answers in 4 orders each ...")
+                groups = await judge_in_four_orders(app.state.service, bodies, args.seed)
         finally:
             await engine.close()
-    summary = summarize(judgements, args.answers)
-    summary["model"] = judgements[0].judge_model if judgements else None
-    summary["marks_expected_per_position"] = args.groups * 4
-    summary["unscored_reasons"] = sorted(
-        {a.error or "" for j in judgements for a in j.answers if a.status == "unscored"}
-    )[:10]
-    summary["raw_output_sample"] = judgements[0].raw_outputs[0][:1500] if judgements else None
-    result = {"config": vars(args), "summary": summary}
-    positions = summary["mean_score_by_position"]
+    summaries = [summarize(groups, args.answers, score_from) for score_from in ("mark", "expected")]
+    judgements = [j for group in groups for j in group]
+    context = {
+        "model": judgements[0].judge_model if judgements else None,
+        "decoding": settings.resolved_decoding(),
+        "expected_marks_missing": stand_ins(groups),
+        "criterion_marks": sum(len(a.criteria or {}) for j in judgements for a in j.answers),
+        "unscored_reasons": sorted(
+            {a.error or "" for j in judgements for a in j.answers if a.status == "unscored"}
+        )[:10],
+        "raw_output_sample": judgements[0].raw_outputs[0][:1500] if judgements else None,
+    }
+    result = {"config": vars(args), "context": context, "summaries": summaries}
+    positions = list(summaries[0]["mean_score_by_position"])
     headers = [
-        "judge",
+        "scored from",
         "groups",
         "order sensitivity",
         *(f"mean score at position {p}" for p in positions),
         "Spearman position vs score",
         "Kendall tau between orders",
         "answers whose score changed",
+        "flat judgements",
+        "distinct scores per judgement",
     ]
-    table = markdown_table(
-        headers,
+    rows = [
         [
-            [
-                summary["model"],
-                summary["groups"],
-                summary["order_sensitivity_mean"],
-                *positions.values(),
-                summary["spearman_position_vs_score"],
-                summary["kendall_tau_between_orders_mean"],
-                summary["answers_whose_score_changed_share"],
-            ]
-        ],
-    )
-    write_result(NAME, result, table)
+            f"{s['score_from']} ({context['decoding']}, {context['model']})",
+            s["groups"],
+            s["order_sensitivity_mean"],
+            *s["mean_score_by_position"].values(),
+            s["spearman_position_vs_score"],
+            s["kendall_tau_between_orders_mean"],
+            s["answers_whose_score_changed_share"],
+            s["flat_share"],
+            s["distinct_scores_per_group_mean"],
+        ]
+        for s in summaries
+    ]
+    write_result(NAME, result, markdown_table(headers, rows))
     return 0
 
 
@@ -176,6 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--criteria", type=int, default=2, help="first n default criteria (4 = all)")
     parser.add_argument("--reason-chars", type=int, default=32)
     parser.add_argument("--seed", type=int, default=31)
+    parser.add_argument("--decoding", choices=["group", "per_answer"], help="default: the service's")
     args = parser.parse_args(argv)
     return asyncio.run(_main(args))
 

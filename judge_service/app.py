@@ -60,10 +60,14 @@ def create_app(
             metrics,
             JudgeSettings(
                 temperature=settings.temperature,
-                reason_max_chars=settings.reason_max_chars,
+                reason_max_chars=settings.resolved_reason_max_chars(),
                 parse_retries=settings.parse_retries,
                 deadline_s=settings.group_deadline_s,
                 shuffle_answers=settings.shuffle_answers,
+                decoding=settings.resolved_decoding(),
+                reason_words=settings.resolved_reason_words(),
+                score_from=settings.score_from,
+                mark_logprobs=settings.mark_logprobs,
             ),
         )
         metrics.admission_limit.labels(limit="in_flight").set(settings.max_groups_in_flight)

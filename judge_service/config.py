@@ -89,7 +89,35 @@ class Settings(BaseSettings):
         default=None, description="Folder of prompt templates; None: the ones shipped in the package."
     )
     temperature: float = Field(default=0.0, ge=0, le=2)
-    reason_max_chars: int = Field(default=120, ge=16, le=1000, description="Bound on each reason.")
+    reason_max_chars: int | None = Field(
+        default=None,
+        ge=16,
+        le=1000,
+        description="Bound on each reason. None: 60 for the embedded default judge (its latency), else 120.",
+    )
+    decoding: Literal["group", "per_answer"] | None = Field(
+        default=None,
+        description="How the judge decodes a group when a request names none: 'group', one reply marking "
+        "every answer; 'per_answer', one reply per answer over a shared prompt prefix (each reply still from "
+        "a prompt showing the whole group). None: per_answer for the embedded default judge, else group.",
+    )
+    reason_words: bool | None = Field(
+        default=None,
+        description="Constrain reasons by the output grammar to words (letters first; numbers only as words, "
+        "never runs of digits and dots). None: on for the embedded default judge, off for other judges.",
+    )
+    score_from: Literal["mark", "expected"] = Field(
+        default="mark",
+        description="What a criterion's score is made from when a request names nothing: the integer mark, "
+        "or the judge's probability-weighted (expected) mark, which breaks ties.",
+    )
+    mark_logprobs: int = Field(
+        default=10,
+        ge=0,
+        le=20,
+        description="Log-probabilities asked for per generated token (the most likely alternatives), from "
+        "which expected marks are computed; 0: not asked, expected marks null.",
+    )
     parse_retries: int = Field(default=2, ge=0, le=5, description="Extra judge calls when output is invalid.")
     group_deadline_s: float = Field(default=300.0, gt=0, description="Wall-clock budget for one group.")
     shuffle_answers: bool = Field(
@@ -220,6 +248,24 @@ class Settings(BaseSettings):
                 "load its own in-process engine"
             )
         return self
+
+    @property
+    def embedded_judge(self) -> bool:
+        """The judge is the small model embedded for a first run, not one chosen by the operator."""
+        return self.backend == "vllm" and self.model is None
+
+    def resolved_decoding(self) -> Literal["group", "per_answer"]:
+        if self.decoding is not None:
+            return self.decoding
+        return "per_answer" if self.embedded_judge else "group"
+
+    def resolved_reason_words(self) -> bool:
+        return self.embedded_judge if self.reason_words is None else self.reason_words
+
+    def resolved_reason_max_chars(self) -> int:
+        if self.reason_max_chars is not None:
+            return self.reason_max_chars
+        return 60 if self.embedded_judge else 120
 
     def resolved_member_assembly(self) -> Literal["local", "shared"]:
         if self.member_assembly is not None:

@@ -2,7 +2,8 @@
 
 Each regraded group becomes a NEW judgement (the old one is never changed) whose `regrade_of` names the
 judgement it re-scores. The stored request is replayed with the overrides applied: `grader` (which clears
-the stored `terms`, since terms override a grader name), `terms`, `criteria`, `orders`, and `as_run_id`
+the stored `terms`, since terms override a grader name), `terms`, `criteria`, `orders`, `decoding`,
+`score_from`, and `as_run_id`
 to file the new judgements under another run. The stored shuffle seed is reused, so the judge sees the
 answers in the same order and only the configuration differs. A run is regraded a page at a time
 (`limit`, then `cursor` = the previous `next_cursor`), and only its original judgements, not earlier
@@ -27,8 +28,9 @@ def regraded_request(old: StoredJudgement, overrides: RegradeRequest) -> JudgeRe
         data["terms"] = [t.model_dump() for t in overrides.terms]
     if overrides.criteria is not None:
         data["criteria"] = [c.model_dump() for c in overrides.criteria]
-    if overrides.orders is not None:
-        data["orders"] = overrides.orders
+    for name in ("orders", "decoding", "score_from"):
+        if getattr(overrides, name) is not None:
+            data[name] = getattr(overrides, name)
     if overrides.as_run_id is not None:
         data["run_id"] = overrides.as_run_id
     if data.get("seed") is None and old.order_seed is not None:

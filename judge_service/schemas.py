@@ -15,6 +15,19 @@ MAX_ANSWERS = 64
 MAX_TEXT_CHARS = 20_000
 MAX_BATCH_GROUPS = 256
 MAX_ORDERS = 4  # answer orders a group may be judged under (judging/llm/orders.py)
+# How the judge decodes a group (judging/llm/caller.py) and what a criterion's score is made from.
+Decoding = Literal["group", "per_answer"]
+ScoreFrom = Literal["mark", "expected"]
+DECODING_DESCRIPTION = (
+    "How the judge decodes the group: 'group', one reply marking every answer; 'per_answer', one reply "
+    "per answer, each from a prompt showing the whole group (lower latency: the replies decode side by "
+    "side over one shared prompt prefix). Default: JUDGE_DECODING."
+)
+SCORE_FROM_DESCRIPTION = (
+    "What a criterion's score is made from: 'mark', the integer mark; 'expected', the judge's "
+    "probability-weighted mark, which breaks ties between equal integer marks (the integer mark stands "
+    "in where the judge backend gives no log-probabilities). Default: JUDGE_SCORE_FROM."
+)
 RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$"
 MAX_STEP = 2**63 - 1  # the largest integer both stores hold (SQLite INTEGER, PostgreSQL BIGINT)
 MAX_MEMBER_DEADLINE_S = 3600.0  # the longest a member may wait for its group
@@ -164,6 +177,8 @@ class JudgeRequest(StrictModel):
         le=MAX_ORDERS,
         description="Judge under this many answer orders and average (position bias).",
     )
+    decoding: Decoding | None = Field(default=None, description=DECODING_DESCRIPTION)
+    score_from: ScoreFrom | None = Field(default=None, description=SCORE_FROM_DESCRIPTION)
 
     @model_validator(mode="after")
     def _unique_ids(self) -> JudgeRequest:
@@ -196,6 +211,8 @@ class MemberRequest(StrictModel):
     run_id: str | None = Field(default=None, pattern=RUN_ID_PATTERN)
     step: int | None = Field(default=None, ge=0, le=MAX_STEP)
     orders: int = Field(default=1, ge=1, le=MAX_ORDERS)
+    decoding: Decoding | None = Field(default=None, description=DECODING_DESCRIPTION)
+    score_from: ScoreFrom | None = Field(default=None, description=SCORE_FROM_DESCRIPTION)
     deadline_s: float | None = Field(
         default=None,
         gt=0,
@@ -221,7 +238,16 @@ class MemberRequest(StrictModel):
 
 class CriterionMark(ResponseModel):
     mark: int = Field(ge=1, le=5)
-    score: float = Field(ge=0, le=1, description="(mark - 1) / 4")
+    expected_mark: float | None = Field(
+        default=None,
+        ge=1,
+        le=5,
+        description="The judge's probability-weighted mark over 1-5; null where the judge backend gave no "
+        "log-probabilities (the answer's explanation says why when it mattered).",
+    )
+    score: float = Field(
+        ge=0, le=1, description="(mark - 1) / 4, or (expected_mark - 1) / 4 when scored from expected marks"
+    )
     reason: str
 
 
@@ -361,6 +387,8 @@ class RegradeRequest(StrictModel):
     terms: list[GraderTerm] | None = Field(default=None, min_length=1, max_length=8)
     criteria: list[Criterion] | None = Field(default=None, min_length=1, max_length=8)
     orders: int | None = Field(default=None, ge=1, le=MAX_ORDERS)
+    decoding: Decoding | None = Field(default=None, description=DECODING_DESCRIPTION)
+    score_from: ScoreFrom | None = Field(default=None, description=SCORE_FROM_DESCRIPTION)
     as_run_id: str | None = Field(
         default=None, pattern=RUN_ID_PATTERN, description="File new judgements here."
     )

@@ -17,6 +17,20 @@ class GenerationRequest:
     # Names the group: every call for one group (answer orders, retries) carries the same id, so that
     # a router in front of several engines can keep them together (backends/openai_http.py).
     group_id: str | None = None
+    # Per-answer decoding: the one answer this call marks (None: the call marks every answer shown).
+    answer_id: str | None = None
+    # Ask for the log-probabilities of this many most likely tokens at every generated position (0: none);
+    # the judge reads them at each mark to compute the expected mark (judging/llm/expected.py).
+    top_logprobs: int = 0
+
+
+@dataclass(frozen=True)
+class TokenLogprobs:
+    """One generated token, its log-probability and those of the engine's most likely alternatives."""
+
+    token: str  # the token's text as decoded
+    logprob: float
+    top: tuple[tuple[str, float], ...]  # (token text, log-probability), most likely first
 
 
 @dataclass(frozen=True)
@@ -26,6 +40,9 @@ class Generation:
     completion_tokens: int
     finish_reason: str | None = None  # "stop", "length", ...
     extra: dict[str, Any] = field(default_factory=dict)
+    # One entry per generated token when log-probabilities were asked for and the engine gave them;
+    # None otherwise (the judge then says expected marks are unavailable and uses the integer marks).
+    logprobs: tuple[TokenLogprobs, ...] | None = None
 
 
 @dataclass(frozen=True)

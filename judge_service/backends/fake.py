@@ -1,9 +1,11 @@
 """A scripted judge: for tests of the layers above the backend and for capacity benchmarks. No model.
 
 Without a script it answers every request with valid marks for exactly the ids and criteria in the
-request's JSON schema, derived from a hash of (answer id, criterion) so results are repeatable, except
-for groups that ask for an unscored answer (LEAVE_ONE_UNSCORED). With a
-script it returns the scripted texts (or raises the scripted exceptions) in order.
+request's JSON schema (a per-answer request: for its one answer), derived from a hash of (answer id,
+criterion) so results are repeatable, except for groups that ask for an unscored answer
+(LEAVE_ONE_UNSCORED). Asked for log-probabilities, it gives each mark's digit a repeatable spread over
+two neighbouring marks (fake_logprobs), so expected marks differ from the integer ones. With a script
+it returns the scripted texts or generations (or raises the scripted exceptions) in order.
 """
 
 from __future__ import annotations
@@ -12,10 +14,12 @@ import asyncio
 import functools
 import hashlib
 import json
+import math
+import re
 from collections import deque
 from collections.abc import Iterable
 
-from judge_service.backends.base import BackendHealth, Generation, GenerationRequest
+from judge_service.backends.base import BackendHealth, Generation, GenerationRequest, TokenLogprobs
 
 # A group whose conversation holds this text gets no marks for the answer shown first, on every attempt,
 # so that answer ends unscored: how tests in other processes (trainers) reach the unscored path.
@@ -26,7 +30,7 @@ class FakeBackend:
     def __init__(
         self,
         *,
-        script: Iterable[str | BaseException] | None = None,
+        script: Iterable[str | Generation | BaseException] | None = None,
         model_name: str = "fake-judge",
         max_context_tokens: int | None = None,
         latency_s: float = 0.0,
@@ -73,11 +77,16 @@ class FakeBackend:
             step = self._script.popleft()
             if isinstance(step, BaseException):
                 raise step
+            if isinstance(step, Generation):
+                return step
             text = step
         else:
             text = self.unscripted_reply(request)
         prompt_tokens = await self.count_prompt_tokens(request.messages) or 0
-        return Generation(text=text, prompt_tokens=prompt_tokens, completion_tokens=len(text) // 4)
+        logprobs = fake_logprobs(text) if request.top_logprobs and self._script is None else None
+        return Generation(
+            text=text, prompt_tokens=prompt_tokens, completion_tokens=len(text) // 4, logprobs=logprobs
+        )
 
     @staticmethod
     def marks_for(request: GenerationRequest) -> dict[str, dict[str, dict[str, object]]]:
@@ -86,11 +95,18 @@ class FakeBackend:
 
     def unscripted_reply(self, request: GenerationRequest) -> str:
         if type(self).marks_for is not FakeBackend.marks_for:
-            return json.dumps(self.marks_for(request))
+            marks = self.marks_for(request)
+            return json.dumps(marks[request.answer_id] if request.answer_id is not None else marks)
         if any(LEAVE_ONE_UNSCORED in m["content"] for m in request.messages):
             marks = _marks(_criteria_by_id(request))
+            first = _ANSWER_SHOWN.search(request.messages[-1]["content"])
+            if request.answer_id is not None:  # per-answer: the first shown answer's call marks nothing
+                shown_first = first is not None and first.group(1) == request.answer_id
+                return "{}" if shown_first else json.dumps(marks[request.answer_id])
             marks.pop(next(iter(marks)))  # the answer shown first
             return json.dumps(marks)
+        if request.answer_id is not None:
+            return _answer_reply_for(_criteria_by_id(request)[0])
         # Cached, and sorted so that every shown order of a group hits the same entry (the parser
         # maps marks by id): a capacity benchmark then measures the service, not the fake.
         return _reply_for(tuple(sorted(_criteria_by_id(request))))
@@ -102,12 +118,47 @@ class FakeBackend:
 CriteriaById = tuple[tuple[str, tuple[str, ...]], ...]
 
 
+_ANSWER_SHOWN = re.compile(r'<answer id="([^"]+)">')
+_MARK_DIGIT = re.compile(r'"mark": ([1-5])')
+
+
 def _criteria_by_id(request: GenerationRequest) -> CriteriaById:
     """(answer id, its criterion names) in schema order: all the unscripted reply depends on."""
     schema = request.json_schema
     if schema is None:
         raise ValueError("the fake judge needs the request's JSON schema to know the ids")
+    if request.answer_id is not None:  # a per-answer call: the schema is one answer's criteria
+        return ((request.answer_id, tuple(schema["required"])),)
     return tuple((i, tuple(schema["properties"][i]["required"])) for i in schema["required"])
+
+
+@functools.lru_cache(maxsize=1024)
+def _answer_reply_for(criteria_of: tuple[str, tuple[str, ...]]) -> str:
+    return json.dumps(_marks((criteria_of,))[criteria_of[0]])
+
+
+@functools.lru_cache(maxsize=1024)
+def fake_logprobs(text: str) -> tuple[TokenLogprobs, ...]:
+    """Tokens of a reply: the text between marks in one token each, every mark's digit its own token with
+    p=0.6 on the mark and 0.3/0.1 on its neighbours (which side takes 0.3 follows from the text before)."""
+    tokens: list[TokenLogprobs] = []
+    start = 0
+    for match in _MARK_DIGIT.finditer(text):
+        if match.start(1) > start:
+            tokens.append(TokenLogprobs(text[start : match.start(1)], 0.0, ()))
+        mark = int(match.group(1))
+        lower, higher = max(1, mark - 1), min(5, mark + 1)
+        up = hashlib.sha256(text[: match.start(1)].encode()).digest()[0] % 2 == 0
+        first, second = (higher, lower) if up else (lower, higher)
+        spread = {mark: 0.6}
+        spread[first] = spread.get(first, 0.0) + 0.3
+        spread[second] = spread.get(second, 0.0) + 0.1
+        top = tuple((str(d), math.log(p)) for d, p in sorted(spread.items(), key=lambda kv: -kv[1]))
+        tokens.append(TokenLogprobs(str(mark), math.log(spread[mark]), top))
+        start = match.end(1)
+    if start < len(text):
+        tokens.append(TokenLogprobs(text[start:], 0.0, ()))
+    return tuple(tokens)
 
 
 def _marks(criteria_by_id: CriteriaById) -> dict[str, dict[str, dict[str, object]]]:

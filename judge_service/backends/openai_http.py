@@ -22,7 +22,7 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
-from judge_service.backends.base import BackendHealth, Generation, GenerationRequest
+from judge_service.backends.base import BackendHealth, Generation, GenerationRequest, TokenLogprobs
 from judge_service.errors import JudgeBackendError, JudgeTimeoutError
 
 if TYPE_CHECKING:
@@ -272,6 +272,9 @@ class OpenAIHTTPBackend:
         }
         if request.seed is not None:
             payload["seed"] = request.seed
+        if request.top_logprobs:
+            payload["logprobs"] = True
+            payload["top_logprobs"] = request.top_logprobs
         if request.json_schema is not None:
             payload["response_format"] = {
                 "type": "json_schema",
@@ -313,6 +316,7 @@ class OpenAIHTTPBackend:
             completion_tokens=_as_int(usage.get("completion_tokens")),
             finish_reason=finish if isinstance(finish, str) else None,
             extra=extra,
+            logprobs=_token_logprobs(choices[0].get("logprobs")),
         )
 
     async def count_prompt_tokens(self, messages: list[dict[str, str]]) -> int | None:
@@ -452,6 +456,34 @@ class OpenAIHTTPBackend:
     def _redact(self, text: str) -> str:
         """Strip the API key from text that may echo it (error bodies, exception strings)."""
         return text.replace(self._api_key, "***") if self._api_key else text
+
+
+def _token_logprobs(logprobs: Any) -> tuple[TokenLogprobs, ...] | None:
+    """choices[0].logprobs.content ([{token, logprob, top_logprobs: [{token, logprob}]}]) as
+    TokenLogprobs; None when absent or malformed (expected marks are then unavailable, nothing fails)."""
+    content = logprobs.get("content") if isinstance(logprobs, dict) else None
+    if not isinstance(content, list) or not content:
+        return None
+    tokens = []
+    for item in content:
+        if not isinstance(item, dict) or not _is_entry(item):
+            return None
+        top = item.get("top_logprobs")
+        alternatives = (
+            [(t["token"], float(t["logprob"])) for t in top if _is_entry(t)] if isinstance(top, list) else []
+        )
+        tokens.append(TokenLogprobs(item["token"], float(item["logprob"]), tuple(alternatives)))
+    return tuple(tokens)
+
+
+def _is_entry(item: Any) -> bool:
+    logprob = item.get("logprob") if isinstance(item, dict) else None
+    return (
+        isinstance(item, dict)
+        and isinstance(item.get("token"), str)
+        and isinstance(logprob, (int, float))
+        and not isinstance(logprob, bool)
+    )
 
 
 def _as_int(value: Any) -> int:

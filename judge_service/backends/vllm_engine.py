@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from judge_service.backends.base import BackendHealth, Generation, GenerationRequest
+from judge_service.backends.base import BackendHealth, Generation, GenerationRequest, TokenLogprobs
 from judge_service.backends.engine_stats import stat_logger_factory
 from judge_service.errors import JudgeBackendError, NotReadyError
 from judge_service.metrics import JudgeMetrics
@@ -191,6 +191,9 @@ class VLLMEngineBackend:
             temperature=request.temperature,
             seed=request.seed,
             structured_outputs=structured,
+            # Raw log-probabilities (vLLM's default logprobs_mode): the model's own belief at each mark,
+            # before the grammar masks tokens.
+            logprobs=request.top_logprobs or None,
         )
         prompt_ids = self._counted.take(request.messages) or self._prompt_token_ids(request.messages)
         request_id = request.request_id or uuid.uuid4().hex
@@ -210,9 +213,26 @@ class VLLMEngineBackend:
             prompt_tokens=len(prompt_ids),
             completion_tokens=len(completion.token_ids),
             finish_reason=completion.finish_reason,
+            logprobs=_token_logprobs(completion) if request.top_logprobs else None,
         )
 
     async def close(self) -> None:
         if self._engine is not None:
             self._engine.shutdown()
             self._engine = None
+
+
+def _token_logprobs(completion: Any) -> tuple[TokenLogprobs, ...] | None:
+    """vLLM's per-token {token id: Logprob} (the sampled token included) as TokenLogprobs."""
+    positions = completion.logprobs
+    if not positions or len(positions) != len(completion.token_ids):
+        return None
+    tokens = []
+    for token_id, alternatives in zip(completion.token_ids, positions, strict=True):
+        chosen = alternatives.get(token_id)
+        if chosen is None or chosen.decoded_token is None:
+            return None
+        ranked = sorted(alternatives.values(), key=lambda lp: -lp.logprob)
+        top = tuple((lp.decoded_token, lp.logprob) for lp in ranked if lp.decoded_token is not None)
+        tokens.append(TokenLogprobs(chosen.decoded_token, chosen.logprob, top))
+    return tuple(tokens)

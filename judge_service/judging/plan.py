@@ -103,5 +103,11 @@ def _own_result(answer_id: str, grade: AnswerGrade) -> AnswerResult:
     if grade.score is None:
         return AnswerResult(id=answer_id, status="unscored", score=None, error=grade.explanation)
     return AnswerResult.model_validate(
-        {"id": answer_id, "status": "scored", "score": grade.score, "criteria": grade.criteria}
+        {
+            "id": answer_id,
+            "status": "scored",
+            "score": grade.score,
+            "criteria": grade.criteria,
+            "explanation": grade.explanation,
+        }
     )

@@ -4,7 +4,8 @@
     judge-service agreement --human LABELS.jsonl (--input RESULTS.jsonl | [--server URL] [--run RUN_ID])
     judge-service judge-file IN.jsonl OUT.jsonl [--server URL] [--concurrency 8]
     judge-service regrade --run-id RUN [--step N] | --ids ID,... | --ids-file FILE [--grader G]
-        [--term GRADER=WEIGHT ...] [--criteria FILE] [--orders K] [--as-run-id RUN] [--out FILE]
+        [--term GRADER=WEIGHT ...] [--criteria FILE] [--orders K] [--decoding D] [--score-from S]
+        [--as-run-id RUN] [--out FILE]
 
 Every command that talks to the service takes --api-key KEY (default: the JUDGE_CLIENT_API_KEY variable,
 which keeps the key out of the process list), sent as `Authorization: Bearer KEY` to a service with
@@ -73,6 +74,8 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     rg.add_argument("--term", action="append", metavar="GRADER=WEIGHT", help="a blend term; repeat")
     rg.add_argument("--criteria", type=Path, help="JSON file holding a list of criteria")
     rg.add_argument("--orders", type=int, help="answer orders judged per group (1-4)")
+    rg.add_argument("--decoding", choices=["group", "per_answer"], help="how the judge decodes each group")
+    rg.add_argument("--score-from", choices=["mark", "expected"], help="integer or expected marks")
     rg.add_argument("--as-run-id", help="file the new judgements under this run")
     rg.add_argument("--out", type=Path, help="JSONL, one line per group (default: stdout); replaced")
     rg.add_argument(

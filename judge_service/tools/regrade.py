@@ -64,6 +64,8 @@ def regrade_requests(args: argparse.Namespace) -> list[RegradeRequest]:
         "terms": _terms(args.term),
         "criteria": _criteria(args.criteria),
         "orders": args.orders,
+        "decoding": args.decoding,
+        "score_from": args.score_from,
         "as_run_id": args.as_run_id,
         "limit": args.limit,
     }

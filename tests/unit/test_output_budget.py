@@ -27,14 +27,14 @@ async def prepared_max_tokens(context: int | None) -> int:
         JudgeMetrics(),
         JudgeSettings(reason_max_chars=CHARS),
     )
-    generation = await judge.prepare(
+    calls = await judge.prepare(
         conversation=[ChatMessage(role="user", content="2+2?")],
         reference="4",
         answers=[Answer(id=f"a{i}", text=str(i)) for i in range(N)],
         criteria=list(DEFAULT_CRITERIA),
         request_id="r",
     )
-    return generation.max_tokens
+    return calls[0].request.max_tokens
 
 
 def test_the_worst_case_covers_a_token_per_reason_character() -> None:

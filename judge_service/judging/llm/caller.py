@@ -1,11 +1,20 @@
-"""One judge call of a group in one answer order: render, fit the context, call, parse, retry.
+"""A group judged in one answer order: render, fit the context, call, parse, retry.
 
-The reply must mark every answer; invalid replies are retried, then reported, never zeroed.
+Two decodings of the same judgement, chosen per request (`decoding`) or by JUDGE_DECODING:
+- `group`: one engine request whose reply marks every answer. All N x criteria reasons are decoded one
+  after the other in a single sequence, so a group's latency is N answers' worth of decoding.
+- `per_answer`: N engine requests, one per answer. Each shows the whole group (rubric, conversation,
+  reference, every answer in the shown order) and only its last line names the answer to mark, so
+  the N prompts share one byte-identical prefix: the engine's prefix cache computes it once and the N
+  short replies decode side by side. Every answer is still marked by a judge that saw the whole group.
 
-Retry policy: the group is judged again while any answer's entry is invalid, up to `parse_retries`
-extra calls. The attempt with the most valid answers wins (the earliest on ties), and all marks come
-from that one attempt, so answers in a group are always ranked by the same judge call. Answers still
-invalid in the winning attempt are unscored, with the parser's reason.
+Every reply must mark what it was asked to; invalid replies are retried, then reported, never zeroed.
+
+Retry policy: a call is made again while any answer it marks is invalid, up to `parse_retries` extra
+calls. The attempt with the most valid answers wins (the earliest on ties). In the group decoding all
+marks come from that one attempt, so answers in a group are always ranked by the same judge call; in
+the per-answer decoding each answer's call retries on its own. Answers still invalid in the winning
+attempt are unscored, with the parser's reason.
 """
 
 from __future__ import annotations
@@ -14,17 +23,21 @@ import asyncio
 import time
 from dataclasses import dataclass, field, replace
 
-from judge_service.backends.base import GenerationRequest, JudgeBackend
-from judge_service.errors import JudgeTimeoutError, PromptTooLongError
+from judge_service.backends.base import Generation, GenerationRequest, JudgeBackend
+from judge_service.errors import InvalidGroupError, JudgeTimeoutError, PromptTooLongError
+from judge_service.judging.llm.expected import expected_marks
 from judge_service.judging.llm.parser import (
+    Mark,
     ParsedJudgement,
+    answer_schema,
     max_output_tokens,
     output_schema,
+    parse_answer,
     parse_judgement,
 )
-from judge_service.judging.llm.prompt import PromptRenderer
+from judge_service.judging.llm.prompt import Decoding, PromptRenderer, RenderedPrompt
 from judge_service.metrics import JudgeMetrics
-from judge_service.schemas import Answer, ChatMessage, Criterion, Usage
+from judge_service.schemas import Answer, ChatMessage, Criterion, ScoreFrom, Usage
 
 
 @dataclass(frozen=True)
@@ -34,6 +47,26 @@ class JudgeSettings:
     parse_retries: int = 2
     deadline_s: float = 300.0
     shuffle_answers: bool = True  # show answers in a seeded shuffled order (orders.py)
+    decoding: Decoding = "group"  # the default of requests that name none (module docstring)
+    score_from: ScoreFrom = "mark"  # the default of requests that name none (judge.py)
+    reason_words: bool = False  # constrain reasons to words (parser.REASON_WORDS_PATTERN)
+    # Alternatives asked per generated token, for expected marks (expected.py); 0: not asked.
+    mark_logprobs: int = 10
+
+
+# Why an answer has no expected marks, when the integer marks had to stand in.
+NO_LOGPROBS = "the judge backend returned no log-probabilities"
+NOT_ASKED = "log-probabilities are not asked for (JUDGE_MARK_LOGPROBS=0)"
+NOT_LOCATED = "the mark's token was not found among the judge's log-probabilities"
+
+
+@dataclass(frozen=True)
+class JudgeCall:
+    """One engine request of an order and the answers its reply marks (all shown, or the one)."""
+
+    request: GenerationRequest
+    answer_ids: tuple[str, ...]
+    per_answer: bool = False  # the reply is one answer's criteria object
 
 
 @dataclass
@@ -47,6 +80,8 @@ class JudgeOutcome:
     # winning parse, and answer id -> criterion -> mean 0-1 score over the orders.
     order_parses: list[ParsedJudgement] = field(default_factory=list)
     mean_scores: dict[str, dict[str, float]] = field(default_factory=dict)
+    # Answer id -> why its marks have no expected values (NO_LOGPROBS, ...), for answers without them.
+    no_expected: dict[str, str] = field(default_factory=dict)
 
 
 class JudgeCaller:
@@ -67,12 +102,20 @@ class JudgeCaller:
         return self._backend.model_name
 
     @property
-    def prompt_version(self) -> str:
-        return self._renderer.version
-
-    @property
     def settings(self) -> JudgeSettings:
         return self._settings
+
+    def prompt_version(self, decoding: Decoding) -> str:
+        return self._renderer.version_of(decoding)
+
+    def check_decoding(self, decoding: Decoding) -> None:
+        try:
+            self._renderer.version_of(decoding)
+        except FileNotFoundError as exc:
+            raise InvalidGroupError(
+                f"decoding {decoding!r} is not available: {exc}; use decoding 'group'",
+                details={"decoding": decoding},
+            ) from None
 
     async def prepare(
         self,
@@ -83,20 +126,49 @@ class JudgeCaller:
         criteria: list[Criterion],
         request_id: str,
         group_id: str | None = None,
-    ) -> GenerationRequest:
-        """Render the group and check it fits the judge's context window (before queueing for it)."""
+        decoding: Decoding = "group",
+    ) -> list[JudgeCall]:
+        """Render one order's call(s) and check each fits the judge's context window (before queueing)."""
         s = self._settings
-        prompt = self._renderer.render(
-            conversation=conversation,
-            reference=reference,
-            answers=answers,
-            criteria=criteria,
-            reason_max_chars=s.reason_max_chars,
-        )
-        ids = [a.id for a in answers]
         names = [c.name for c in criteria]
-        usual = max_output_tokens(len(ids), len(names), s.reason_max_chars)
-        max_tokens = max_output_tokens(len(ids), len(names), s.reason_max_chars, chars_per_token=1)
+        ids = [a.id for a in answers]
+        common = {
+            "conversation": conversation,
+            "reference": reference,
+            "answers": answers,
+            "criteria": criteria,
+            "reason_max_chars": s.reason_max_chars,
+        }
+        if decoding == "group":
+            prompt = self._renderer.render(**common)  # type: ignore[arg-type]
+            schema = output_schema(ids, names, s.reason_max_chars, reason_words=s.reason_words)
+            request = await self._request(prompt, schema, len(ids), len(names), request_id, group_id, None)
+            return [JudgeCall(request, tuple(ids))]
+        prompts = self._renderer.render_per_answer(**common)  # type: ignore[arg-type]
+        schema = answer_schema(names, s.reason_max_chars, reason_words=s.reason_words)
+        requests = await asyncio.gather(
+            *(
+                self._request(prompt, schema, 1, len(names), f"{request_id}-a{k}", group_id, answer_id)
+                for k, (prompt, answer_id) in enumerate(zip(prompts, ids, strict=True))
+            )
+        )
+        return [
+            JudgeCall(r, (answer_id,), per_answer=True) for r, answer_id in zip(requests, ids, strict=True)
+        ]
+
+    async def _request(
+        self,
+        prompt: RenderedPrompt,
+        schema: dict[str, object],
+        n_answers: int,
+        n_criteria: int,
+        request_id: str,
+        group_id: str | None,
+        answer_id: str | None,
+    ) -> GenerationRequest:
+        s = self._settings
+        usual = max_output_tokens(n_answers, n_criteria, s.reason_max_chars)
+        max_tokens = max_output_tokens(n_answers, n_criteria, s.reason_max_chars, chars_per_token=1)
         limit = self._backend.max_context_tokens
         if limit is not None:
             prompt_tokens = await self._backend.count_prompt_tokens(prompt.messages)
@@ -112,33 +184,66 @@ class JudgeCaller:
         return GenerationRequest(
             messages=prompt.messages,
             max_tokens=max_tokens,
-            json_schema=output_schema(ids, names, s.reason_max_chars),
+            json_schema=schema,
             temperature=s.temperature,
             seed=0,
             request_id=request_id,
             group_id=group_id,
+            answer_id=answer_id,
+            top_logprobs=s.mark_logprobs,
         )
 
-    async def judge(
-        self, generation: GenerationRequest, answer_ids: list[str], criteria: list[str]
-    ) -> JudgeOutcome:
+    async def judge_order(self, calls: list[JudgeCall], criteria: list[str]) -> JudgeOutcome:
+        """One order's call(s), concurrently, merged into one outcome. A call's error fails the order:
+        the other answers' marks alone would be one-sided."""
+        if len(calls) == 1:
+            return await self.judge(calls[0], criteria)
+        started = time.perf_counter()
+        results = await asyncio.gather(*(self.judge(c, criteria) for c in calls), return_exceptions=True)
+        errors = [r for r in results if isinstance(r, BaseException)]
+        if errors:
+            raise errors[0]
+        merged = JudgeOutcome(parsed=ParsedJudgement(), prompt_version=self._version(calls[0]))
+        for outcome in (r for r in results if isinstance(r, JudgeOutcome)):
+            merged.parsed.marks.update(outcome.parsed.marks)
+            merged.parsed.failures.update(outcome.parsed.failures)
+            merged.parsed.problems |= outcome.parsed.problems
+            merged.parsed.notes.extend(n for n in outcome.parsed.notes if n not in merged.parsed.notes)
+            merged.no_expected.update(outcome.no_expected)
+            merged.raw_outputs.extend(outcome.raw_outputs)
+            merged.usage.prompt_tokens += outcome.usage.prompt_tokens
+            merged.usage.completion_tokens += outcome.usage.completion_tokens
+            merged.usage.judge_calls += outcome.usage.judge_calls
+        merged.judge_ms = (time.perf_counter() - started) * 1000  # wall clock: the calls ran together
+        return merged
+
+    def _version(self, call: JudgeCall) -> str:
+        return self._renderer.version_of("per_answer" if call.per_answer else "group")
+
+    async def judge(self, call: JudgeCall, criteria: list[str]) -> JudgeOutcome:
+        """One call, retried while its reply leaves an answer invalid (module docstring)."""
         s = self._settings
-        outcome = JudgeOutcome(parsed=ParsedJudgement(), prompt_version=self._renderer.version)
+        answer_ids = list(call.answer_ids)
+        outcome = JudgeOutcome(parsed=ParsedJudgement(), prompt_version=self._version(call))
         best: ParsedJudgement | None = None
+        best_reply: Generation | None = None
         started = time.perf_counter()
         try:
             async with asyncio.timeout(s.deadline_s):
                 for attempt in range(s.parse_retries + 1):
                     if attempt:
                         self._metrics.retries.labels(reason="invalid_output").inc()
-                    request = replace(generation, request_id=f"{generation.request_id}-{attempt}")
+                    request = replace(call.request, request_id=f"{call.request.request_id}-{attempt}")
                     reply = await self._backend.generate(request)
                     self._metrics.judge_replies.inc()
                     outcome.raw_outputs.append(reply.text)
                     outcome.usage.prompt_tokens += reply.prompt_tokens
                     outcome.usage.completion_tokens += reply.completion_tokens
                     outcome.usage.judge_calls += 1
-                    parsed = parse_judgement(reply.text, answer_ids, criteria, s.reason_max_chars)
+                    if call.per_answer:
+                        parsed = parse_answer(reply.text, answer_ids[0], criteria, s.reason_max_chars)
+                    else:
+                        parsed = parse_judgement(reply.text, answer_ids, criteria, s.reason_max_chars)
                     if reply.finish_reason == "length" and not parsed.complete:
                         parsed.notes.append("the judge's reply was cut off at the output token limit")
                         parsed.problems.add("truncated")
@@ -147,7 +252,7 @@ class JudgeCaller:
                     for kind in sorted(parsed.problems):
                         self._metrics.output_problems.labels(kind=kind).inc()
                     if best is None or len(parsed.marks) > len(best.marks):
-                        best = parsed
+                        best, best_reply = parsed, reply
                     if parsed.complete:
                         break
         except TimeoutError as exc:
@@ -158,10 +263,31 @@ class JudgeCaller:
                 ) from exc
             best.notes.append(f"retries stopped by the group deadline of {s.deadline_s:g} s")
         outcome.judge_ms = (time.perf_counter() - started) * 1000
-        outcome.parsed = _with_notes(best) if best is not None else outcome.parsed
+        if best is not None and best_reply is not None:
+            outcome.no_expected = self._add_expected(best, best_reply, call)
+            outcome.parsed = _with_notes(best)
         self._metrics.prompt_tokens.inc(outcome.usage.prompt_tokens)
         self._metrics.completion_tokens.inc(outcome.usage.completion_tokens)
         return outcome
+
+    def _add_expected(self, parsed: ParsedJudgement, reply: Generation, call: JudgeCall) -> dict[str, str]:
+        """Set each mark's expected value from the reply's log-probabilities; answer id -> why not, for
+        answers where any mark lacks one (they keep None and are scored from their integer marks)."""
+        if self._settings.mark_logprobs <= 0:
+            return dict.fromkeys(parsed.marks, NOT_ASKED)
+        if reply.logprobs is None:
+            return dict.fromkeys(parsed.marks, NO_LOGPROBS)
+        found = expected_marks(reply.logprobs)
+        missing: dict[str, str] = {}
+        for answer_id, marks in parsed.marks.items():
+            prefix = () if call.per_answer else (answer_id,)
+            for name, mark in marks.items():
+                value = found.get((*prefix, name))
+                if value is None:
+                    missing[answer_id] = NOT_LOCATED
+                else:
+                    marks[name] = Mark(mark.mark, mark.reason, round(value, 6))
+        return missing
 
 
 def _with_notes(parsed: ParsedJudgement) -> ParsedJudgement:

@@ -1,9 +1,13 @@
 """The LLM judge as a grader: a group's whole judge run, from answer orders to a grade per answer.
 
 For one group: check the judge is ready, pick the answer order(s) (orders.py), render and fit the
-prompt for each (caller.py), wait for an admission slot (admission.py), judge every order with retries
-and combine them, then turn the marks into each answer's grade: the weighted mean of its criterion scores
-(mark - 1) / 4, or unscored with the judge's reason, never 0.
+prompt(s) for each in the request's decoding (caller.py), wait for an admission slot (admission.py),
+judge every order with retries and combine them, then turn the marks into each answer's grade: the
+weighted mean of its criterion scores, or unscored with the judge's reason, never 0.
+
+A criterion's score is (mark - 1) / 4 from the integer mark, or with `score_from: expected` from the
+expected mark (expected.py), which breaks the integer marks' ties; where the backend gave no
+log-probabilities the integer mark stands in and the answer's explanation says so.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from judge_service.judging.llm.orders import (
 )
 from judge_service.metrics import JudgeMetrics
 from judge_service.readiness import Readiness
-from judge_service.schemas import Criterion, JudgeRequest
+from judge_service.schemas import Criterion, Decoding, JudgeRequest, ScoreFrom
 
 JUDGE = "judge"
 
@@ -39,6 +43,8 @@ class JudgeOptions:
     criteria: tuple[Criterion, ...]
     orders: int = 1
     seed: int | None = None  # of the shuffled order; None: from the judgement id
+    decoding: Decoding = "group"
+    score_from: ScoreFrom = "mark"
 
 
 class LLMJudge:
@@ -66,18 +72,36 @@ class LLMJudge:
         return self._name
 
     def options(self, request: JudgeRequest) -> JudgeOptions:
-        return JudgeOptions(tuple(resolve_criteria(request.criteria)), request.orders, request.seed)
+        s = self._caller.settings
+        decoding = request.decoding or s.decoding
+        self._caller.check_decoding(decoding)
+        return JudgeOptions(
+            tuple(resolve_criteria(request.criteria)),
+            request.orders,
+            request.seed,
+            decoding,
+            request.score_from or s.score_from,
+        )
 
     def config(self, options: JudgeOptions) -> Mapping[str, Any]:
         s = self._caller.settings
-        judge = {
+        judge: dict[str, Any] = {
             "model": self._caller.model_name,
-            "prompt_version": self._caller.prompt_version,
+            "prompt_version": self._caller.prompt_version(options.decoding),
             "temperature": s.temperature,
             "reason_max_chars": s.reason_max_chars,
             "parse_retries": s.parse_retries,
             "shuffle_answers": s.shuffle_answers,
         }
+        # Added only when not the original behaviour, so fingerprints of judgements made before these
+        # options existed still match (fingerprint.py).
+        if options.decoding != "group":
+            judge["decoding"] = options.decoding
+        if s.reason_words:
+            judge["reason_words"] = True
+        if options.score_from != "mark":
+            judge["score_from"] = options.score_from
+            judge["mark_logprobs"] = s.mark_logprobs
         criteria = [c.model_dump() for c in options.criteria]
         return {"judge": judge, "orders": options.orders, "criteria": criteria}
 
@@ -90,7 +114,7 @@ class LLMJudge:
         seed = options.seed if options.seed is not None else order_seed(group.judgement_id)
         orders = shown_orders(answer_ids, seed=seed, count=options.orders, shuffle=shuffle)
         by_id = {a.id: a for a in group.answers}
-        generations = [
+        prepared = [
             await self._caller.prepare(
                 conversation=list(group.conversation),
                 reference=group.reference,
@@ -98,6 +122,7 @@ class LLMJudge:
                 criteria=criteria,
                 request_id=group.judgement_id if i == 0 else f"{group.judgement_id}-o{i}",
                 group_id=group.judgement_id,
+                decoding=options.decoding,
             )
             for i, order in enumerate(orders)
         ]
@@ -106,7 +131,7 @@ class LLMJudge:
             async with self._admission.slot():
                 admitted = time.perf_counter()
                 names = [c.name for c in criteria]
-                outcome = await judge_in_orders(self._caller, generations, answer_ids, names)
+                outcome = await judge_in_orders(self._caller, prepared, answer_ids, names)
         except JudgeServiceError as exc:
             self._metrics.backend_errors.labels(code=exc.code).inc()
             raise
@@ -121,21 +146,35 @@ class LLMJudge:
             orders=orders,
             order_sensitivity=order_sensitivity(outcome.order_parses, {c.name: c.weight for c in criteria}),
         )
-        grades = {answer_id: _answer_grade(answer_id, outcome, criteria) for answer_id in answer_ids}
+        expected = options.score_from == "expected"
+        grades = {a: _answer_grade(a, outcome, criteria, expected=expected) for a in answer_ids}
         return GroupGrades(grades, run)
 
 
-def _answer_grade(answer_id: str, outcome: JudgeOutcome, criteria: list[Criterion]) -> AnswerGrade:
+def _answer_grade(
+    answer_id: str, outcome: JudgeOutcome, criteria: list[Criterion], *, expected: bool
+) -> AnswerGrade:
     marks = outcome.parsed.marks.get(answer_id)
     if marks is None:
         reason = outcome.parsed.failures.get(answer_id, "the judge gave no marks for this answer")
         return AnswerGrade(None, reason)
-    scores = {c.name: criterion_score(outcome, answer_id, c.name) for c in criteria}
+    scores = {c.name: criterion_score(outcome, answer_id, c.name, expected=expected) for c in criteria}
     per_criterion = {
-        c.name: {"mark": marks[c.name].mark, "score": scores[c.name], "reason": marks[c.name].reason}
+        c.name: {
+            "mark": marks[c.name].mark,
+            "expected_mark": marks[c.name].expected,
+            "score": scores[c.name],
+            "reason": marks[c.name].reason,
+        }
         for c in criteria
     }
     overall = sum(scores[c.name] * c.weight for c in criteria) / sum(c.weight for c in criteria)
-    return AnswerGrade(
-        round(overall, 6), "weighted mean of the judge's criterion scores", criteria=per_criterion
-    )
+    explanation = "weighted mean of the judge's criterion scores"
+    if expected:
+        why_not = outcome.no_expected.get(answer_id)
+        explanation += (
+            f" from integer marks where expected marks are missing ({why_not})"
+            if why_not
+            else " from expected marks"
+        )
+    return AnswerGrade(round(overall, 6), explanation, criteria=per_criterion)

@@ -11,7 +11,8 @@ orders), so a group may get fewer than k judge calls.
 
 Combining orders, per answer and criterion, over the orders in which the judge marked the answer:
 `score` is the exact mean of the scaled marks (mark - 1) / 4, `mark` the mean mark rounded half up
-(so `mark` and `score` may disagree slightly), and `reason` comes from the first such order. An
+(so `mark` and `score` may disagree slightly), `expected` the mean expected mark (when every such
+order has one), and `reason` comes from the first such order. An
 answer is unscored only when no order marked it. The group's order sensitivity is the mean, over
 answers marked in two or more orders, of the spread (max - min) of the answer's overall score across
 orders: 0 means the order changed nothing.
@@ -26,8 +27,7 @@ import random
 import time
 from collections.abc import Mapping, Sequence
 
-from judge_service.backends.base import GenerationRequest
-from judge_service.judging.llm.caller import JudgeCaller, JudgeOutcome
+from judge_service.judging.llm.caller import JudgeCall, JudgeCaller, JudgeOutcome
 from judge_service.judging.llm.parser import Mark, ParsedJudgement
 from judge_service.schemas import MAX_ORDERS
 
@@ -52,17 +52,17 @@ def shown_orders(answer_ids: Sequence[str], *, seed: int, count: int, shuffle: b
 
 
 async def judge_in_orders(
-    judge: JudgeCaller, generations: Sequence[GenerationRequest], answer_ids: list[str], criteria: list[str]
+    judge: JudgeCaller, orders: Sequence[list[JudgeCall]], answer_ids: list[str], criteria: list[str]
 ) -> JudgeOutcome:
     """Judge each prepared order concurrently and combine (module docstring); one order: as it is.
 
     Any order's error fails the group, as a single call's would: its marks would be one-sided.
     """
-    if len(generations) == 1:
-        return await judge.judge(generations[0], answer_ids, criteria)
+    if len(orders) == 1:
+        return await judge.judge_order(orders[0], criteria)
     started = time.perf_counter()
     results = await asyncio.gather(
-        *(judge.judge(g, answer_ids, criteria) for g in generations), return_exceptions=True
+        *(judge.judge_order(calls, criteria) for calls in orders), return_exceptions=True
     )
     errors = [r for r in results if isinstance(r, BaseException)]
     if errors:
@@ -75,6 +75,8 @@ async def judge_in_orders(
     )
     combined.parsed, combined.mean_scores = combine_orders(combined.order_parses, answer_ids, criteria)
     for outcome in outcomes:
+        for answer_id, why in outcome.no_expected.items():
+            combined.no_expected.setdefault(answer_id, why)
         combined.raw_outputs.extend(outcome.raw_outputs)
         combined.usage.prompt_tokens += outcome.usage.prompt_tokens
         combined.usage.completion_tokens += outcome.usage.completion_tokens
@@ -104,12 +106,21 @@ def combine_orders(
             mean_mark = sum(m[name].mark for m in marked) / len(marked)
             means[answer_id][name] = (mean_mark - 1) / 4
             rounded = math.floor(mean_mark + 0.5)  # half up: 2.5 -> 3, unlike round()
-            combined.marks[answer_id][name] = Mark(mark=rounded, reason=marked[0][name].reason)
+            expected = [m[name].expected for m in marked]
+            mean_expected = None if None in expected else round(sum(expected) / len(expected), 6)  # type: ignore[arg-type]
+            combined.marks[answer_id][name] = Mark(rounded, marked[0][name].reason, mean_expected)
     return combined, means
 
 
-def criterion_score(outcome: JudgeOutcome, answer_id: str, criterion: str) -> float:
-    """The 0-1 score of one criterion: the mean over orders when combined, else (mark - 1) / 4."""
+def criterion_score(
+    outcome: JudgeOutcome, answer_id: str, criterion: str, *, expected: bool = False
+) -> float:
+    """The 0-1 score of one criterion: with `expected`, (expected mark - 1) / 4 where the mark has one;
+    else the mean over orders when combined, else (mark - 1) / 4."""
+    if expected:
+        value = outcome.parsed.marks[answer_id][criterion].expected
+        if value is not None:
+            return (value - 1) / 4
     mean = outcome.mean_scores.get(answer_id, {}).get(criterion)
     if mean is not None:
         return mean

@@ -21,22 +21,54 @@ from typing import Any
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 
 
-def output_schema(answer_ids: list[str], criteria: list[str], reason_max_chars: int) -> dict[str, Any]:
-    mark = {
+# Reasons as words (JUDGE_REASON_WORDS): letters first, then words or plain numbers separated by spaces and
+# punctuation. A small judge under a free string schema degenerates into "4.5" or "1.1.1.1..." up to the
+# length bound; this pattern leaves it no such path (a number must be followed by a space or the end, and
+# has at most one decimal part), while "Says 42, not 41." passes. Plain regular syntax, no lookarounds:
+# the engines' grammar compilers accept it. xgrammar ignores maxLength beside a pattern, so the pattern
+# bounds itself: at most reason_max_chars // 6 words after the first (~6 characters per word and space
+# in prose), each at most 15 letters (+ one joined part: "well-built", "reference's").
+_LETTER = "[A-Za-z\u00c0-\u024f]"
+_WORD = f"{_LETTER}{{1,15}}(?:[-'.]{_LETTER}{{1,15}})?"
+_NUMBER = "[0-9]{1,6}(?:[.,][0-9]{1,3})?%?"
+_GAP = "[,;:.!?)]{0,2}[ ][(]?"
+
+
+def reason_words_pattern(reason_max_chars: int) -> str:
+    words = max(1, reason_max_chars // 6)
+    return f"^{_WORD}(?:{_GAP}(?:{_WORD}|{_NUMBER})){{0,{words}}}[.!?)]{{0,2}}$"
+
+
+def mark_schema(reason_max_chars: int, *, reason_words: bool = False) -> dict[str, Any]:
+    """One criterion's {"reason", "mark"}; the reason before the mark (module docstring)."""
+    reason: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": reason_max_chars}
+    if reason_words:
+        reason["pattern"] = reason_words_pattern(reason_max_chars)
+    return {
         "type": "object",
-        "properties": {
-            "reason": {"type": "string", "minLength": 1, "maxLength": reason_max_chars},
-            "mark": {"type": "integer", "enum": [1, 2, 3, 4, 5]},
-        },
+        "properties": {"reason": reason, "mark": {"type": "integer", "enum": [1, 2, 3, 4, 5]}},
         "required": ["reason", "mark"],
         "additionalProperties": False,
     }
-    per_answer = {
+
+
+def answer_schema(
+    criteria: list[str], reason_max_chars: int, *, reason_words: bool = False
+) -> dict[str, Any]:
+    """One answer's marks, {"<criterion>": {"reason", "mark"}, ...}: a per-answer call's whole reply."""
+    mark = mark_schema(reason_max_chars, reason_words=reason_words)
+    return {
         "type": "object",
         "properties": {name: mark for name in criteria},
         "required": list(criteria),
         "additionalProperties": False,
     }
+
+
+def output_schema(
+    answer_ids: list[str], criteria: list[str], reason_max_chars: int, *, reason_words: bool = False
+) -> dict[str, Any]:
+    per_answer = answer_schema(criteria, reason_max_chars, reason_words=reason_words)
     return {
         "type": "object",
         "properties": {answer_id: per_answer for answer_id in answer_ids},
@@ -64,6 +96,7 @@ def max_output_tokens(
 class Mark:
     mark: int
     reason: str
+    expected: float | None = None  # the probability-weighted mark (expected.py); None: not available
 
 
 @dataclass
@@ -113,8 +146,34 @@ def parse_judgement(
     return result
 
 
+def parse_answer(
+    text: str, answer_id: str, criteria: list[str], reason_max_chars: int = 1000
+) -> ParsedJudgement:
+    """A per-answer reply: one answer's criteria object. Also accepted: that object under the answer's
+    id, or a list/wrapper holding it (backends without constrained decoding)."""
+    result = ParsedJudgement()
+    try:
+        data = _extract_json(text)
+    except ValueError as exc:
+        result.failures[answer_id] = str(exc)
+        result.problems.add("unreadable")
+        return result
+    if isinstance(data, list) or (isinstance(data, dict) and {answer_id, *_WRAPPERS} & set(data)):
+        return parse_judgement(text, [answer_id], criteria, reason_max_chars)
+    marks, problem = _marks_for(data, criteria, reason_max_chars)
+    if problem:
+        result.problems.add(problem[0])
+        result.failures[answer_id] = problem[1]
+    else:
+        result.marks[answer_id] = marks
+    return result
+
+
 class _Duplicate:
     pass
+
+
+_WRAPPERS = ("answers", "judgements", "results")
 
 
 # Every kind `ParsedJudgement.problems` may hold; "truncated" is added by the judge from finish_reason.
@@ -176,7 +235,7 @@ def _extract_json(text: str) -> Any:
 
 def _entries_by_id(data: Any, result: ParsedJudgement) -> dict[str, Any]:
     if isinstance(data, dict):
-        for wrapper in ("answers", "judgements", "results"):
+        for wrapper in _WRAPPERS:
             if wrapper in data and isinstance(data[wrapper], (dict, list)) and len(data) == 1:
                 data = data[wrapper]
                 break

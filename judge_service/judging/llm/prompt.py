@@ -2,6 +2,13 @@
 
 Every value from the caller is HTML-escaped (autoescape), so no answer, reference or message can close
 its <answer>/<reference> block or open a new one: the prompt's structure is fixed by the template alone.
+
+Two decodings (judging/llm/caller.py), each with its own pair of templates and its own version:
+- `group`: system.j2 + user.j2, one prompt asking for every answer's marks.
+- `per_answer`: per_answer_system.j2 + per_answer_user.j2, one prompt per answer. The whole group is
+  shown in each and only the closing instruction names the answer to mark (`target`), so the N prompts
+  share every token up to it and the engine's prefix cache computes the group once.
+A template folder without the per_answer files serves the group decoding only.
 """
 
 from __future__ import annotations
@@ -13,9 +20,12 @@ from pathlib import Path
 
 import jinja2
 
-from judge_service.schemas import Answer, ChatMessage, Criterion
+from judge_service.schemas import Answer, ChatMessage, Criterion, Decoding
 
-_PARTS = ("system.j2", "user.j2")
+_PARTS: dict[Decoding, tuple[str, str]] = {
+    "group": ("system.j2", "user.j2"),
+    "per_answer": ("per_answer_system.j2", "per_answer_user.j2"),
+}
 
 
 @dataclass(frozen=True)
@@ -27,9 +37,10 @@ class RenderedPrompt:
 class PromptRenderer:
     def __init__(self, prompts_dir: Path, template: str) -> None:
         folder = prompts_dir / template
-        missing = [p for p in _PARTS if not (folder / p).is_file()]
+        missing = [p for p in _PARTS["group"] if not (folder / p).is_file()]
         if missing:
             raise FileNotFoundError(f"prompt template {folder} lacks {', '.join(missing)}")
+        self._folder = folder
         self._env = jinja2.Environment(
             loader=jinja2.FileSystemLoader(folder),
             autoescape=True,
@@ -38,14 +49,25 @@ class PromptRenderer:
             lstrip_blocks=True,
             keep_trailing_newline=False,
         )
-        digest = hashlib.sha256()
-        for part in _PARTS:
-            digest.update((folder / part).read_bytes())
-        self.version = f"{template}@{digest.hexdigest()[:12]}"
-        self._system = self._env.get_template("system.j2")
-        self._user = self._env.get_template("user.j2")
+        self._versions: dict[Decoding, str] = {}
+        self._templates: dict[Decoding, tuple[jinja2.Template, jinja2.Template]] = {}
+        for decoding, parts in _PARTS.items():
+            if all((folder / p).is_file() for p in parts):
+                digest = hashlib.sha256()
+                for part in parts:
+                    digest.update((folder / part).read_bytes())
+                self._versions[decoding] = f"{template}@{digest.hexdigest()[:12]}"
+                system, user = (self._env.get_template(p) for p in parts)
+                self._templates[decoding] = (system, user)
+        self.version = self._versions["group"]
         # The system message depends only on the rubric, which most groups share.
         self._system_for = functools.lru_cache(maxsize=256)(self._render_system)
+
+    def version_of(self, decoding: Decoding) -> str:
+        if decoding not in self._versions:
+            parts = ", ".join(_PARTS[decoding])
+            raise FileNotFoundError(f"prompt template {self._folder.name} lacks {parts}")
+        return self._versions[decoding]
 
     def render(
         self,
@@ -56,8 +78,9 @@ class PromptRenderer:
         criteria: list[Criterion],
         reason_max_chars: int,
     ) -> RenderedPrompt:
-        system = self._system_for(tuple(criteria), reason_max_chars)
-        user = self._user.render(
+        """The group decoding's prompt: every answer, marked in one reply."""
+        system = self._system_for("group", tuple(criteria), reason_max_chars)
+        user = self._templates["group"][1].render(
             conversation=conversation, reference=reference, answers=answers, criteria=criteria
         )
         return RenderedPrompt(
@@ -65,5 +88,40 @@ class PromptRenderer:
             version=self.version,
         )
 
-    def _render_system(self, criteria: tuple[Criterion, ...], reason_max_chars: int) -> str:
-        return self._system.render(criteria=criteria, reason_max_chars=reason_max_chars)
+    def render_per_answer(
+        self,
+        *,
+        conversation: list[ChatMessage],
+        reference: str,
+        answers: list[Answer],
+        criteria: list[Criterion],
+        reason_max_chars: int,
+    ) -> list[RenderedPrompt]:
+        """The per-answer decoding's prompts, one per answer in the order shown, each naming its answer."""
+        version = self.version_of("per_answer")
+        system = self._system_for("per_answer", tuple(criteria), reason_max_chars)
+        user = self._templates["per_answer"][1]
+        return [
+            RenderedPrompt(
+                messages=[
+                    {"role": "system", "content": system},
+                    {
+                        "role": "user",
+                        "content": user.render(
+                            conversation=conversation,
+                            reference=reference,
+                            answers=answers,
+                            criteria=criteria,
+                            target=target.id,
+                        ),
+                    },
+                ],
+                version=version,
+            )
+            for target in answers
+        ]
+
+    def _render_system(
+        self, decoding: Decoding, criteria: tuple[Criterion, ...], reason_max_chars: int
+    ) -> str:
+        return self._templates[decoding][0].render(criteria=criteria, reason_max_chars=reason_max_chars)
