@@ -29,6 +29,8 @@ SCORE_FROM_DESCRIPTION = (
     "in where the judge backend gives no log-probabilities). Default: JUDGE_SCORE_FROM."
 )
 RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$"
+MAX_RUNS_PAGE = 500  # GET /v1/runs
+MAX_STEPS_PAGE = 2000  # GET /v1/runs/{run_id}/steps: a plot of a long run in one call
 MAX_STEP = 2**63 - 1  # the largest integer both stores hold (SQLite INTEGER, PostgreSQL BIGINT)
 MAX_MEMBER_DEADLINE_S = 3600.0  # the longest a member may wait for its group
 
@@ -341,6 +343,55 @@ class MemberResponse(ResponseModel):
 
 class JudgementPage(ResponseModel):
     items: list[JudgeResponse]
+    next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last.")
+
+
+class FingerprintCount(ResponseModel):
+    fingerprint: str | None = Field(description="Grader fingerprint; null for judgements made before them.")
+    judgements: int
+
+
+class RunSummary(ResponseModel):
+    run_id: str
+    steps: int = Field(description="Distinct steps with judgements.")
+    judgements: int
+    last_activity: datetime = Field(description="When the run's latest judgement was stored.")
+    last_step: int | None
+    last_step_mean_score: float | None = Field(
+        description="Mean score of the scored answers of the last step."
+    )
+    unscored_share: float | None = Field(description="Unscored answers / answers, over the whole run.")
+    fingerprints: list[FingerprintCount] = Field(description="Grader fingerprints used, most used first.")
+
+
+class RunPage(ResponseModel):
+    items: list[RunSummary]
+    next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last.")
+
+
+class StepFigures(ResponseModel):
+    """One step of a run, aggregated over its judgements (those of one fingerprint when filtered)."""
+
+    step: int
+    groups: int
+    answers: int
+    mean_score: float | None = Field(description="Mean over scored answers.")
+    score_sd: float | None = Field(description="Standard deviation of the scored answers' scores.")
+    flat_share: float | None = Field(
+        description="Share of groups (with 2+ scored answers) whose answers all got the same score: no "
+        "learning signal for GRPO."
+    )
+    unscored_share: float | None
+    order_sensitivity: float | None = Field(description="Mean over groups judged under 2+ orders.")
+    prompt_tokens: float | None = Field(description="Mean judge prompt tokens per group.")
+    completion_tokens: float | None = Field(description="Mean judge completion tokens per group.")
+    judge_ms: float | None = Field(description="Mean judge time per group.")
+    last_activity: datetime
+
+
+class RunSteps(ResponseModel):
+    run_id: str
+    items: list[StepFigures]
     next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last.")
 
 

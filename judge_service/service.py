@@ -32,6 +32,8 @@ from judge_service.schemas import (
     RegradeItem,
     RegradeRequest,
     RegradeResponse,
+    RunPage,
+    RunSteps,
     StoredJudgement,
     Timings,
     Usage,
@@ -198,6 +200,16 @@ class JudgeService:
         self, run_id: str, *, step: int | None, limit: int, cursor: str | None
     ) -> JudgementPage:
         return await self._store.list_run(run_id, step=step, limit=limit, cursor=cursor)
+
+    async def list_runs(self, *, limit: int, cursor: str | None) -> RunPage:
+        return await self._store.list_runs(limit=limit, cursor=cursor)
+
+    async def run_steps(
+        self, run_id: str, *, after: int, until: int | None, fingerprint: str | None, limit: int
+    ) -> RunSteps:
+        return await self._store.run_steps(
+            run_id, after=after, until=until, fingerprint=fingerprint, limit=limit
+        )
 
     def _observe(self, judgement: StoredJudgement) -> None:
         m = self._metrics

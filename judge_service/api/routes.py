@@ -10,7 +10,9 @@ from judge_service.api.auth import caller_of
 from judge_service.api.deps import AssemblyDep, ServiceDep
 from judge_service.api.headers import idempotency_key_header
 from judge_service.schemas import (
+    MAX_RUNS_PAGE,
     MAX_STEP,
+    MAX_STEPS_PAGE,
     RUN_ID_PATTERN,
     BatchJudgeRequest,
     BatchJudgeResponse,
@@ -20,6 +22,8 @@ from judge_service.schemas import (
     JudgeResponse,
     MemberRequest,
     MemberResponse,
+    RunPage,
+    RunSteps,
     StoredJudgement,
 )
 
@@ -94,3 +98,30 @@ async def list_run_judgements(
     cursor: Annotated[str | None, Query(max_length=64)] = None,
 ) -> JudgementPage:
     return await service.list_run(run_id, step=step, limit=limit, cursor=cursor)
+
+
+@router.get("/runs", response_model=RunPage, summary="Every run with its totals, by run id, paged")
+async def list_runs(
+    service: ServiceDep,
+    limit: Annotated[int, Query(ge=1, le=MAX_RUNS_PAGE)] = 50,
+    cursor: Annotated[str | None, Query(pattern=RUN_ID_PATTERN, description="next_cursor of a page")] = None,
+) -> RunPage:
+    return await service.list_runs(limit=limit, cursor=cursor)
+
+
+@router.get(
+    "/runs/{run_id}/steps", response_model=RunSteps, summary="A run's figures per step, by step, paged"
+)
+async def run_steps(
+    run_id: RunId,
+    service: ServiceDep,
+    from_step: Annotated[int | None, Query(alias="from", ge=0, le=MAX_STEP)] = None,
+    to_step: Annotated[int | None, Query(alias="to", ge=0, le=MAX_STEP)] = None,
+    fingerprint: Annotated[str | None, Query(pattern=r"^[0-9a-f]{1,64}$")] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_STEPS_PAGE)] = 1000,
+    cursor: Annotated[
+        str | None, Query(pattern=r"^[0-9]{1,19}$", description="next_cursor of a page")
+    ] = None,
+) -> RunSteps:
+    after = max(-1 if from_step is None else from_step - 1, -1 if cursor is None else int(cursor))
+    return await service.run_steps(run_id, after=after, until=to_step, fingerprint=fingerprint, limit=limit)

@@ -5,9 +5,12 @@ changed prompt template, judge model, rubric, weight, blend or sampling setting 
 plan's grader name and its (grader, weight) terms, and what each of its graders says decides its scores
 (Grader.config): for the LLM judge the model, the prompt version (a hash of the templates),
 temperature, reason_max_chars, parse_retries, answer shuffling, the number of orders and the criteria
-with their weights; for rule graders the rule options. Left out: what varies per group or does not
+with their weights, and, only where they differ from the original behaviour, the decoding
+(`per_answer`), reasons constrained to words, and scoring from expected marks (with the number of
+log-probabilities asked); for rule graders the rule options. Left out: what varies per group or does not
 change scores (seed, deadline, run, step, the answers). The canonical form has not changed since
-fingerprints were introduced, so judgements stored by earlier builds compare with new ones.
+fingerprints were introduced (options added later appear only when not at their original value), so
+judgements stored by earlier builds compare with new ones.
 """
 
 from __future__ import annotations

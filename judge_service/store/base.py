@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from judge_service.schemas import JudgementPage, StoredJudgement
+from judge_service.schemas import JudgementPage, RunPage, RunSteps, StoredJudgement
 
 
 @dataclass(frozen=True)
@@ -110,6 +110,23 @@ class JudgementStore(Protocol):
         self, run_id: str, *, step: int | None = None, limit: int = 100, cursor: str | None = None
     ) -> JudgementPage:
         """A run's judgements, oldest first, in pages; `cursor` is the previous page's next_cursor."""
+        ...
+
+    async def list_runs(self, *, limit: int = 50, cursor: str | None = None) -> RunPage:
+        """Every run with its totals (store/run_views.py), by run id, in pages; `cursor` is the previous
+        page's next_cursor."""
+        ...
+
+    async def run_steps(
+        self,
+        run_id: str,
+        *,
+        after: int = -1,
+        until: int | None = None,
+        fingerprint: str | None = None,
+        limit: int = 1000,
+    ) -> RunSteps:
+        """A run's figures per step for steps in (after, until], of one grader fingerprint when given."""
         ...
 
     async def close(self) -> None: ...

@@ -24,11 +24,15 @@ _CURSOR_RE = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 _POSITION_RE = re.compile(r"[1-9][0-9]{0,18}")
 
 
-# The judgements table's columns a save writes, in the order `row` gives them (both stores' INSERT).
+# The judgements table's columns a save writes, in the order `row` gives them (both stores' INSERT); the
+# last ones are the summary the run views aggregate (migration m005, store/run_views.py).
 ROW_COLUMNS = (
     "judgement_id, created_at, run_id, step, group_key, grader,"
-    " judge_model, prompt_version, status, doc, idempotency_key, request_hash"
+    " judge_model, prompt_version, status, doc, idempotency_key, request_hash,"
+    " grader_fingerprint, regrade_of, answers, scored, score_sum, score_sq, flat,"
+    " order_sensitivity, prompt_tokens, completion_tokens, judge_ms"
 )
+ROW_WIDTH = ROW_COLUMNS.count(",") + 1
 
 
 def document(judgement: StoredJudgement) -> str:
@@ -50,6 +54,28 @@ def row(judgement: StoredJudgement, idempotency: IdempotencyKey | None) -> tuple
         document(judgement),
         idempotency.key if idempotency else None,
         idempotency.request_hash if idempotency else None,
+        *summary(judgement),
+    )
+
+
+def summary(judgement: StoredJudgement) -> tuple[object, ...]:
+    """The judgement's figures for the run views: fingerprint, regrade_of, answers, scored, sum and sum
+    of squares of the scores, flat (>= 2 scored, all equal; None below 2), order sensitivity, tokens,
+    judge ms."""
+    scores = [a.score for a in judgement.answers if a.score is not None]
+    flat = len({round(s, 6) for s in scores}) == 1 if len(scores) >= 2 else None
+    return (
+        judgement.grader_fingerprint,
+        judgement.regrade_of,
+        len(judgement.answers),
+        len(scores),
+        sum(scores) if scores else None,
+        sum(s * s for s in scores) if scores else None,
+        flat,
+        judgement.order_sensitivity,
+        judgement.usage.prompt_tokens,
+        judgement.usage.completion_tokens,
+        judgement.timings.judge_ms,
     )
 
 

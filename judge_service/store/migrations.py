@@ -28,6 +28,28 @@ _MIGRATIONS_TABLE = (
 MIGRATIONS_TABLE_SQL: Mapping[str, str] = {SQLITE: _MIGRATIONS_TABLE, POSTGRES: _MIGRATIONS_TABLE}
 
 
+# m005's columns, the same in both dialects (SQLite takes INTEGER/REAL/TEXT; PostgreSQL BIGINT/DOUBLE).
+_SUMMARY_COLUMNS_SQL = (
+    ";\n".join(
+        f"ALTER TABLE judgements ADD COLUMN {column}"
+        for column in (
+            "grader_fingerprint TEXT",
+            "regrade_of TEXT",
+            "answers BIGINT",
+            "scored BIGINT",
+            "score_sum DOUBLE PRECISION",
+            "score_sq DOUBLE PRECISION",
+            "flat BOOLEAN",
+            "order_sensitivity DOUBLE PRECISION",
+            "prompt_tokens BIGINT",
+            "completion_tokens BIGINT",
+            "judge_ms DOUBLE PRECISION",
+        )
+    )
+    + ";"
+)
+
+
 @dataclass(frozen=True)
 class Migration:
     name: str
@@ -163,6 +185,60 @@ MIGRATIONS: tuple[Migration, ...] = (
                 PRIMARY KEY (group_key, answer_id)
             );
             CREATE INDEX member_groups_closed_at ON member_groups (closed_at);
+            """,
+        },
+    ),
+    # Per-judgement figures the run pages aggregate by step and run (store/run_views.py), so that no
+    # page parses documents: the grader fingerprint, answers and scored answers, the sum and sum of
+    # squares of the scores (mean and spread by step), whether the group is flat (>= 2 scored, all
+    # equal: no GRPO signal), order sensitivity, judge tokens and time. Judgements stored before are
+    # filled in from their documents by the same migration.
+    Migration(
+        "m005_judgement_summaries",
+        {
+            SQLITE: f"""
+            {_SUMMARY_COLUMNS_SQL}
+            UPDATE judgements SET
+                grader_fingerprint = json_extract(doc, '$.grader_fingerprint'),
+                regrade_of = json_extract(doc, '$.regrade_of'),
+                answers = json_array_length(doc, '$.answers'),
+                scored = (SELECT COUNT(*) FROM json_each(doc, '$.answers')
+                          WHERE json_extract(value, '$.score') IS NOT NULL),
+                score_sum = (SELECT SUM(json_extract(value, '$.score')) FROM json_each(doc, '$.answers')),
+                score_sq = (SELECT SUM(json_extract(value, '$.score') * json_extract(value, '$.score'))
+                            FROM json_each(doc, '$.answers')),
+                order_sensitivity = json_extract(doc, '$.order_sensitivity'),
+                prompt_tokens = json_extract(doc, '$.usage.prompt_tokens'),
+                completion_tokens = json_extract(doc, '$.usage.completion_tokens'),
+                judge_ms = json_extract(doc, '$.timings.judge_ms');
+            UPDATE judgements SET flat = CASE WHEN scored >= 2 THEN
+                (SELECT COUNT(DISTINCT ROUND(json_extract(value, '$.score'), 6))
+                 FROM json_each(doc, '$.answers')
+                 WHERE json_extract(value, '$.score') IS NOT NULL) = 1 END;
+            CREATE INDEX judgements_run_fingerprint ON judgements (run_id, grader_fingerprint);
+            """,
+            POSTGRES: f"""
+            {_SUMMARY_COLUMNS_SQL}
+            UPDATE judgements AS j SET
+                grader_fingerprint = d.doc->>'grader_fingerprint',
+                regrade_of = d.doc->>'regrade_of',
+                answers = jsonb_array_length(d.doc->'answers'),
+                scored = (SELECT COUNT(*) FROM jsonb_array_elements(d.doc->'answers') a
+                          WHERE jsonb_typeof(a->'score') = 'number'),
+                score_sum = (SELECT SUM((a->>'score')::double precision)
+                             FROM jsonb_array_elements(d.doc->'answers') a),
+                score_sq = (SELECT SUM(((a->>'score')::double precision) ^ 2)
+                            FROM jsonb_array_elements(d.doc->'answers') a),
+                order_sensitivity = (d.doc->>'order_sensitivity')::double precision,
+                prompt_tokens = (d.doc->'usage'->>'prompt_tokens')::bigint,
+                completion_tokens = (d.doc->'usage'->>'completion_tokens')::bigint,
+                judge_ms = (d.doc->'timings'->>'judge_ms')::double precision
+            FROM (SELECT id, doc::jsonb AS doc FROM judgements) AS d WHERE d.id = j.id;
+            UPDATE judgements AS j SET flat = CASE WHEN j.scored >= 2 THEN
+                (SELECT COUNT(DISTINCT ROUND((a->>'score')::numeric, 6))
+                 FROM jsonb_array_elements(j.doc::jsonb->'answers') a
+                 WHERE jsonb_typeof(a->'score') = 'number') = 1 END;
+            CREATE INDEX judgements_run_fingerprint ON judgements (run_id, grader_fingerprint);
             """,
         },
     ),

@@ -32,8 +32,8 @@ import psycopg
 from psycopg_pool import AsyncConnectionPool
 
 from judge_service.errors import StoreUnavailableError
-from judge_service.schemas import JudgementPage, StoredJudgement
-from judge_service.store import codec, migrations
+from judge_service.schemas import JudgementPage, RunPage, RunSteps, StoredJudgement
+from judge_service.store import codec, migrations, run_views
 from judge_service.store.base import (
     Claim,
     IdempotencyKey,
@@ -58,7 +58,7 @@ _WRITE_LOCK = 0x6A756467_65000002
 _NOW = "extract(epoch from clock_timestamp())"
 _INSERT = (
     f"INSERT INTO judgements ({codec.ROW_COLUMNS})"
-    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+    f" VALUES ({', '.join(['%s'] * codec.ROW_WIDTH)})"
     " ON CONFLICT DO NOTHING RETURNING judgement_id"
 )
 _CLOSE_GROUP = f"UPDATE member_groups SET closed_at = {_NOW} WHERE group_key = %s AND closed_at IS NULL"
@@ -375,6 +375,36 @@ class PostgresJudgementStore:
             if found is None:
                 return None
             return KeyedJudgement(judgement=codec.load_judgement(found[0]), request_hash=found[1])
+
+        return await self._run(select)
+
+    async def list_runs(self, *, limit: int = 50, cursor: str | None = None) -> RunPage:
+        async def select(conn: psycopg.AsyncConnection[Any]) -> RunPage:
+            rows = await (await conn.execute(run_views.runs_sql("%s"), (cursor or "", limit + 1))).fetchall()
+            ids = [r[0] for r in rows[:limit]]
+            if not ids:
+                return run_views.run_page(rows, [], [], limit)
+            fingerprints_sql, last_step_sql = run_views.run_details_sql("%s", len(ids))
+            fingerprints = await (await conn.execute(fingerprints_sql, ids)).fetchall()
+            last_steps = await (await conn.execute(last_step_sql, ids)).fetchall()
+            return run_views.run_page(rows, fingerprints, last_steps, limit)
+
+        return await self._run(select)
+
+    async def run_steps(
+        self,
+        run_id: str,
+        *,
+        after: int = -1,
+        until: int | None = None,
+        fingerprint: str | None = None,
+        limit: int = 1000,
+    ) -> RunSteps:
+        sql = run_views.steps_sql("%s", fingerprint=fingerprint is not None, until=until is not None)
+        params = run_views.steps_params(run_id, after, until, fingerprint, limit)
+
+        async def select(conn: psycopg.AsyncConnection[Any]) -> RunSteps:
+            return run_views.run_steps(run_id, await (await conn.execute(sql, params)).fetchall(), limit)
 
         return await self._run(select)
 

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from judge_service.errors import StoreUnavailableError
-from judge_service.schemas import JudgementPage, StoredJudgement
-from judge_service.store import codec, migrations
+from judge_service.schemas import JudgementPage, RunPage, RunSteps, StoredJudgement
+from judge_service.store import codec, migrations, run_views
 from judge_service.store.base import (
     Claim,
     IdempotencyKey,
@@ -47,7 +47,7 @@ T = TypeVar("T")
 BUSY_TIMEOUT_MS = 5_000
 
 _INSERT = (
-    f"INSERT INTO judgements ({codec.ROW_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    f"INSERT INTO judgements ({codec.ROW_COLUMNS}) VALUES ({', '.join('?' * codec.ROW_WIDTH)})"
     # A taken key inserts nothing (rowcount 0) instead of raising: no error text to parse.
     " ON CONFLICT (idempotency_key) DO NOTHING"
 )
@@ -369,6 +369,37 @@ class SqliteJudgementStore:
                 ).rowcount
 
         return await self._run(prune)
+
+    async def list_runs(self, *, limit: int = 50, cursor: str | None = None) -> RunPage:
+        def select() -> RunPage:
+            conn = self._connection()
+            rows = conn.execute(run_views.runs_sql("?"), (cursor or "", limit + 1)).fetchall()
+            ids = [r[0] for r in rows[:limit]]
+            if not ids:
+                return run_views.run_page(rows, [], [], limit)
+            fingerprints_sql, last_step_sql = run_views.run_details_sql("?", len(ids))
+            fingerprints = conn.execute(fingerprints_sql, ids).fetchall()
+            last_steps = conn.execute(last_step_sql, ids).fetchall()
+            return run_views.run_page(rows, fingerprints, last_steps, limit)
+
+        return await self._run(select)
+
+    async def run_steps(
+        self,
+        run_id: str,
+        *,
+        after: int = -1,
+        until: int | None = None,
+        fingerprint: str | None = None,
+        limit: int = 1000,
+    ) -> RunSteps:
+        sql = run_views.steps_sql("?", fingerprint=fingerprint is not None, until=until is not None)
+        params = run_views.steps_params(run_id, after, until, fingerprint, limit)
+
+        def select() -> RunSteps:
+            return run_views.run_steps(run_id, self._connection().execute(sql, params).fetchall(), limit)
+
+        return await self._run(select)
 
     async def list_run(
         self, run_id: str, *, step: int | None = None, limit: int = 100, cursor: str | None = None

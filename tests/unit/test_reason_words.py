@@ -63,4 +63,15 @@ def test_the_pattern_is_only_in_the_schema_when_asked_for() -> None:
     worded = output_schema(["a"], ["tone"], 60, reason_words=True)
     assert "pattern" not in plain["properties"]["a"]["properties"]["tone"]["properties"]["reason"]
     reason = worded["properties"]["a"]["properties"]["tone"]["properties"]["reason"]
-    assert reason["pattern"] == reason_words_pattern(60) and reason["maxLength"] == 60
+    assert reason == {"type": "string", "pattern": reason_words_pattern(60)}
+
+
+def test_vllm_accepts_the_schema_for_its_xgrammar_backend() -> None:
+    """vLLM refuses schemas xgrammar cannot honour (a pattern beside length bounds, among others)."""
+    from vllm.v1.structured_output.backend_xgrammar import has_xgrammar_unsupported_json_features
+
+    for schema in (
+        answer_schema(["tone"], 60, reason_words=True),
+        output_schema(["a"], ["tone"], 60, reason_words=True),
+    ):
+        assert not has_xgrammar_unsupported_json_features(schema)

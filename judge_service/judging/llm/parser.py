@@ -25,9 +25,10 @@ _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 # punctuation. A small judge under a free string schema degenerates into "4.5" or "1.1.1.1..." up to the
 # length bound; this pattern leaves it no such path (a number must be followed by a space or the end, and
 # has at most one decimal part), while "Says 42, not 41." passes. Plain regular syntax, no lookarounds:
-# the engines' grammar compilers accept it. xgrammar ignores maxLength beside a pattern, so the pattern
-# bounds itself: at most reason_max_chars // 6 words after the first (~6 characters per word and space
-# in prose), each at most 15 letters (+ one joined part: "well-built", "reference's").
+# the engines' grammar compilers accept it. xgrammar cannot combine a pattern with maxLength (vLLM
+# refuses such a schema), so the pattern bounds itself: at most reason_max_chars // 6 words after the
+# first (~6 characters per word and space in prose), each at most 15 letters (+ one joined part:
+# "well-built", "reference's"). The parser still cuts a reason to reason_max_chars.
 _LETTER = "[A-Za-z\u00c0-\u024f]"
 _WORD = f"{_LETTER}{{1,15}}(?:[-'.]{_LETTER}{{1,15}})?"
 _NUMBER = "[0-9]{1,6}(?:[.,][0-9]{1,3})?%?"
@@ -42,8 +43,8 @@ def reason_words_pattern(reason_max_chars: int) -> str:
 def mark_schema(reason_max_chars: int, *, reason_words: bool = False) -> dict[str, Any]:
     """One criterion's {"reason", "mark"}; the reason before the mark (module docstring)."""
     reason: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": reason_max_chars}
-    if reason_words:
-        reason["pattern"] = reason_words_pattern(reason_max_chars)
+    if reason_words:  # the pattern bounds its own length; vLLM refuses a pattern beside length bounds
+        reason = {"type": "string", "pattern": reason_words_pattern(reason_max_chars)}
     return {
         "type": "object",
         "properties": {"reason": reason, "mark": {"type": "integer", "enum": [1, 2, 3, 4, 5]}},

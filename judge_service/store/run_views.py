@@ -1,0 +1,137 @@
+"""The run views' queries, shared by both stores: runs with their totals, and a run's figures by step.
+
+Everything is aggregated in SQL from the per-judgement summary columns (migration m005, codec.summary),
+so a run of 1,000 steps x 512 groups is summed by the database, never parsed document by document.
+Both are keyset-paged: runs on run_id, steps on step. Written once with `{p}` for the placeholder
+(`?` in SQLite, `%s` in psycopg); the SQL itself is standard in both dialects.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from judge_service.schemas import FingerprintCount, RunPage, RunSteps, RunSummary, StepFigures
+
+
+def runs_sql(p: str) -> str:
+    return (
+        "SELECT run_id, COUNT(DISTINCT step), COUNT(*), MAX(created_at), MAX(step),"
+        " SUM(answers), SUM(scored)"
+        f" FROM judgements WHERE run_id IS NOT NULL AND run_id > {p}"
+        f" GROUP BY run_id ORDER BY run_id LIMIT {p}"
+    )
+
+
+def run_details_sql(p: str, runs: int) -> tuple[str, str]:
+    """(fingerprints per run, mean score of each run's last step) for `runs` run ids."""
+    marks = ", ".join([p] * runs)
+    fingerprints = (
+        "SELECT run_id, grader_fingerprint, COUNT(*) FROM judgements"
+        f" WHERE run_id IN ({marks}) GROUP BY run_id, grader_fingerprint ORDER BY run_id, COUNT(*) DESC"
+    )
+    last_step = (
+        "SELECT j.run_id, SUM(j.score_sum), SUM(j.scored) FROM judgements j"
+        f" WHERE j.run_id IN ({marks})"
+        " AND j.step = (SELECT MAX(k.step) FROM judgements k WHERE k.run_id = j.run_id)"
+        " GROUP BY j.run_id"
+    )
+    return fingerprints, last_step
+
+
+def steps_sql(p: str, *, fingerprint: bool, until: bool) -> str:
+    return (
+        "SELECT step, COUNT(*), SUM(answers), SUM(scored), SUM(score_sum), SUM(score_sq),"
+        " SUM(CASE WHEN flat THEN 1 ELSE 0 END), COUNT(flat),"
+        " AVG(order_sensitivity), COUNT(order_sensitivity),"
+        " AVG(prompt_tokens), AVG(completion_tokens), AVG(judge_ms), MAX(created_at)"
+        f" FROM judgements WHERE run_id = {p} AND step IS NOT NULL AND step > {p}"
+        + (f" AND step <= {p}" if until else "")
+        + (f" AND grader_fingerprint = {p}" if fingerprint else "")
+        + f" GROUP BY step ORDER BY step LIMIT {p}"
+    )
+
+
+def steps_params(
+    run_id: str, after: int, until: int | None, fingerprint: str | None, limit: int
+) -> list[object]:
+    params: list[object] = [run_id, after]
+    if until is not None:
+        params.append(until)
+    if fingerprint is not None:
+        params.append(fingerprint)
+    params.append(limit + 1)
+    return params
+
+
+def run_page(
+    rows: Sequence[Sequence[Any]],
+    fingerprints: Sequence[Sequence[Any]],
+    last_steps: Sequence[Sequence[Any]],
+    limit: int,
+) -> RunPage:
+    by_run: dict[str, list[FingerprintCount]] = {}
+    for run_id, fingerprint, count in fingerprints:
+        by_run.setdefault(run_id, []).append(FingerprintCount(fingerprint=fingerprint, judgements=int(count)))
+    last = {run_id: _ratio(total, scored) for run_id, total, scored in last_steps}
+    items = [
+        RunSummary(
+            run_id=run_id,
+            steps=int(steps),
+            judgements=int(judgements),
+            last_activity=last_activity,
+            last_step=None if last_step is None else int(last_step),
+            last_step_mean_score=last.get(run_id),
+            unscored_share=_unscored(answers, scored),
+            fingerprints=by_run.get(run_id, []),
+        )
+        for run_id, steps, judgements, last_activity, last_step, answers, scored in rows[:limit]
+    ]
+    more = len(rows) > limit
+    return RunPage(items=items, next_cursor=items[-1].run_id if more and items else None)
+
+
+def run_steps(run_id: str, rows: Sequence[Sequence[Any]], limit: int) -> RunSteps:
+    items = []
+    for row in rows[:limit]:
+        (step, groups, answers, scored, total, squares, flats, flat_known) = row[:8]
+        (sensitivity, sensitivity_n, prompt_tokens, completion_tokens, judge_ms, last_activity) = row[8:]
+        mean = _ratio(total, scored)
+        spread = None
+        if mean is not None and squares is not None:
+            spread = math.sqrt(max(0.0, float(squares) / float(scored) - mean * mean))
+        items.append(
+            StepFigures(
+                step=int(step),
+                groups=int(groups),
+                answers=int(answers or 0),
+                mean_score=_round(mean),
+                score_sd=_round(spread),
+                flat_share=_round(_ratio(flats, flat_known)),
+                unscored_share=_unscored(answers, scored),
+                order_sensitivity=_round(sensitivity) if sensitivity_n else None,
+                prompt_tokens=_round(prompt_tokens),
+                completion_tokens=_round(completion_tokens),
+                judge_ms=_round(judge_ms),
+                last_activity=last_activity,
+            )
+        )
+    more = len(rows) > limit
+    return RunSteps(run_id=run_id, items=items, next_cursor=str(items[-1].step) if more and items else None)
+
+
+def _ratio(numerator: Any, denominator: Any) -> float | None:
+    if numerator is None or not denominator:
+        return None
+    return float(numerator) / float(denominator)
+
+
+def _unscored(answers: Any, scored: Any) -> float | None:
+    if not answers:
+        return None
+    return _round(1 - float(scored or 0) / float(answers))
+
+
+def _round(value: Any) -> float | None:
+    return None if value is None else round(float(value), 6)
