@@ -10,8 +10,8 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from judge_service.admission import GroupAdmission
-from judge_service.api import compat, health, quality, routes
-from judge_service.api.auth import ApiKeyAuth, parse_keys, public_paths
+from judge_service.api import compat, health, pages, quality, routes
+from judge_service.api.auth import ApiKeyAuth, KeyRing, parse_keys, public_paths
 from judge_service.api.drain import DrainGate, DrainState
 from judge_service.api.errors import install_error_handlers
 from judge_service.api.limits import BodySizeLimit
@@ -136,12 +136,12 @@ def create_app(
     install_error_handlers(app)
     # Middleware added later runs earlier: request counting sees every refusal below.
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
-    app.add_middleware(
-        ApiKeyAuth, keys=parse_keys(settings.api_keys), public_paths=public_paths(settings.metrics_public)
-    )
+    app.state.keys = keys = KeyRing(parse_keys(settings.api_keys))
+    app.add_middleware(ApiKeyAuth, keys=keys, public_paths=public_paths(settings.metrics_public))
     app.add_middleware(DrainGate, state=drain, max_in_flight=settings.max_requests_in_flight)
     app.add_middleware(RequestMetrics, metrics=metrics)
     app.include_router(routes.router)
+    app.include_router(pages.router)
     app.include_router(health.router)
     app.include_router(quality.router)
     app.include_router(compat.router)

@@ -34,6 +34,7 @@ from judge_service.schemas import (
     RegradeResponse,
     RunPage,
     RunSteps,
+    RunSummary,
     StoredJudgement,
     Timings,
     Usage,
@@ -203,6 +204,9 @@ class JudgeService:
 
     async def list_runs(self, *, limit: int, cursor: str | None) -> RunPage:
         return await self._store.list_runs(limit=limit, cursor=cursor)
+
+    async def run_summary(self, run_id: str) -> RunSummary | None:
+        return await self._store.run_summary(run_id)
 
     async def run_steps(
         self, run_id: str, *, after: int, until: int | None, fingerprint: str | None, limit: int

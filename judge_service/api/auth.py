@@ -8,20 +8,29 @@ key's length. Keys are never logged or echoed; a 401 says only what to send.
 An accepted request carries its caller's identity in scope["state"]["caller"]: the first 16 hex digits of
 the key's SHA-256, which names the key without revealing it. Idempotency keys are scoped by it, so
 tenants sharing the service cannot collide (judge_service/idempotency.py).
+
+The pages under /ui also accept the signed session cookie their sign-in sets (ui/session.py); without
+either, a page request is sent to the sign-in page (a GET) or refused 401 (anything else).
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+from http.cookies import CookieError, SimpleCookie
+from urllib.parse import urlencode
 
 from pydantic import SecretStr
+from starlette.responses import RedirectResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from judge_service.api.errors import error_response
+from judge_service.ui.session import SESSION_COOKIE, SessionSigner
 
 _REALM = 'Bearer realm="judge-service"'
 _CALLER = "caller"  # in scope["state"], where Starlette's request.state reads
+PAGES = "/ui"
+SIGN_IN = "/ui/signin"
 
 
 def parse_keys(raw: SecretStr | str | None) -> list[str]:
@@ -35,32 +44,57 @@ def public_paths(metrics_public: bool) -> frozenset[str]:
     return frozenset({"/healthz", "/readyz", *(["/metrics"] if metrics_public else [])})
 
 
-class ApiKeyAuth:
-    def __init__(self, app: ASGIApp, keys: list[str], public_paths: frozenset[str]) -> None:
-        self.app = app
+class KeyRing:
+    """The configured keys, as digests: checks a presented key (module docstring) and signs sessions."""
+
+    def __init__(self, keys: list[str]) -> None:
         self._digests = [hashlib.sha256(key.encode()).digest() for key in keys]
-        self._public = public_paths
+        self.sessions = SessionSigner(keys)
 
     @property
     def enabled(self) -> bool:
         return bool(self._digests)
 
-    def _valid(self, token: str) -> bool:
+    def caller_for(self, token: str) -> str | None:
+        """The caller identity of a valid key, None for any other text."""
         presented = hashlib.sha256(token.encode()).digest()
         matched = False
         for digest in self._digests:  # every key, always: no early exit
             matched |= hmac.compare_digest(presented, digest)
-        return matched
+        return caller_identity(token) if matched else None
+
+
+class ApiKeyAuth:
+    def __init__(self, app: ASGIApp, keys: KeyRing, public_paths: frozenset[str]) -> None:
+        self.app = app
+        self._keys = keys
+        self._public = public_paths | {SIGN_IN}
+
+    @property
+    def enabled(self) -> bool:
+        return self._keys.enabled
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if not self.enabled or scope["type"] not in ("http", "websocket") or scope["path"] in self._public:
             await self.app(scope, receive, send)
             return
         token = _bearer_token(scope)
-        if token is not None and self._valid(token):
+        caller = self._keys.caller_for(token) if token is not None else None
+        page = scope["path"] == PAGES or scope["path"].startswith(PAGES + "/")
+        if caller is None and page:
+            session = self._keys.sessions.verify(cookie(scope, SESSION_COOKIE))
+            caller = session.caller if session is not None else None
+        if caller is not None:
             # A fresh dict, never the server's lifespan state: the identity must not leak to other requests.
-            scope["state"] = {**scope.get("state", {}), _CALLER: caller_identity(token)}
+            scope["state"] = {**scope.get("state", {}), _CALLER: caller}
             await self.app(scope, receive, send)
+            return
+        if page and scope["type"] == "http" and scope["method"] in ("GET", "HEAD"):
+            target = scope["path"] + (
+                "?" + scope["query_string"].decode("latin-1") if scope["query_string"] else ""
+            )
+            location = SIGN_IN + "?" + urlencode({"next": target})
+            await RedirectResponse(location, status_code=303)(scope, receive, send)
             return
         if scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 1008})
@@ -84,6 +118,19 @@ def caller_of(scope: Scope) -> str | None:
     """The identity of the API key that authenticated the request; None without API keys."""
     caller: str | None = scope.get("state", {}).get(_CALLER)
     return caller
+
+
+def cookie(scope: Scope, name: str) -> str | None:
+    for header, value in scope.get("headers", ()):
+        if header == b"cookie":
+            jar = SimpleCookie()
+            try:
+                jar.load(value.decode("latin-1"))
+            except CookieError:
+                return None
+            if name in jar:
+                return jar[name].value
+    return None
 
 
 def _bearer_token(scope: Scope) -> str | None:

@@ -30,6 +30,8 @@ from judge_service.schemas import (
     MemberResponse,
     RegradeRequest,
     RegradeResponse,
+    RunPage,
+    RunSteps,
     StoredJudgement,
 )
 
@@ -135,6 +137,27 @@ def run_page(run_id: str, *, step: int | None, limit: int, cursor: str | None) -
     if cursor is not None:
         params["cursor"] = cursor
     return Call("GET", f"/v1/runs/{run_id}/judgements", JudgementPage.model_validate, None, params)
+
+
+def runs(*, limit: int, cursor: str | None) -> Call[RunPage]:
+    params: dict[str, Any] = {"limit": limit}
+    if cursor is not None:
+        params["cursor"] = cursor
+    return Call("GET", "/v1/runs", RunPage.model_validate, None, params)
+
+
+def run_steps(
+    run_id: str,
+    *,
+    from_step: int | None,
+    to_step: int | None,
+    fingerprint: str | None,
+    limit: int,
+    cursor: str | None,
+) -> Call[RunSteps]:
+    given = {"from": from_step, "to": to_step, "fingerprint": fingerprint, "cursor": cursor}
+    params: dict[str, Any] = {"limit": limit, **{k: v for k, v in given.items() if v is not None}}
+    return Call("GET", f"/v1/runs/{run_id}/steps", RunSteps.model_validate, None, params)
 
 
 def regrade(

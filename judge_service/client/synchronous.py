@@ -24,6 +24,9 @@ from judge_service.schemas import (
     MemberResponse,
     RegradeRequest,
     RegradeResponse,
+    RunPage,
+    RunSteps,
+    RunSummary,
     StoredJudgement,
 )
 
@@ -90,6 +93,36 @@ class JudgeClient:
             if page.next_cursor is None:
                 return
             cursor = page.next_cursor
+
+    def list_runs(self, *, limit: int = 50, cursor: str | None = None) -> RunPage:
+        """One page of runs with their totals, by run id; pass next_cursor on."""
+        return self._send(calls.runs(limit=limit, cursor=cursor))
+
+    def runs(self) -> Iterator[RunSummary]:
+        """Every run, page after page."""
+        cursor: str | None = None
+        while True:
+            page = self.list_runs(cursor=cursor)
+            yield from page.items
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    def run_steps(
+        self,
+        run_id: str,
+        *,
+        from_step: int | None = None,
+        to_step: int | None = None,
+        fingerprint: str | None = None,
+        limit: int = 1000,
+        cursor: str | None = None,
+    ) -> RunSteps:
+        """A run's figures per step (mean score and spread, flat and unscored shares, ...), by step."""
+        call = calls.run_steps(
+            run_id, from_step=from_step, to_step=to_step, fingerprint=fingerprint, limit=limit, cursor=cursor
+        )
+        return self._send(call)
 
     def regrade(
         self, request: RegradeRequest | Mapping[str, Any], *, idempotency_key: str | None = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from judge_service.schemas import JudgementPage, RunPage, RunSteps, StoredJudgement
+from judge_service.schemas import JudgementPage, RunPage, RunSteps, RunSummary, StoredJudgement
 
 
 @dataclass(frozen=True)
@@ -115,6 +115,10 @@ class JudgementStore(Protocol):
     async def list_runs(self, *, limit: int = 50, cursor: str | None = None) -> RunPage:
         """Every run with its totals (store/run_views.py), by run id, in pages; `cursor` is the previous
         page's next_cursor."""
+        ...
+
+    async def run_summary(self, run_id: str) -> RunSummary | None:
+        """One run's totals, as list_runs gives them; None for a run without judgements."""
         ...
 
     async def run_steps(

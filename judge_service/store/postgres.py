@@ -32,7 +32,7 @@ import psycopg
 from psycopg_pool import AsyncConnectionPool
 
 from judge_service.errors import StoreUnavailableError
-from judge_service.schemas import JudgementPage, RunPage, RunSteps, StoredJudgement
+from judge_service.schemas import JudgementPage, RunPage, RunSteps, RunSummary, StoredJudgement
 from judge_service.store import codec, migrations, run_views
 from judge_service.store.base import (
     Claim,
@@ -379,8 +379,16 @@ class PostgresJudgementStore:
         return await self._run(select)
 
     async def list_runs(self, *, limit: int = 50, cursor: str | None = None) -> RunPage:
+        return await self._runs(limit=limit, cursor=cursor or "", one=False)
+
+    async def run_summary(self, run_id: str) -> RunSummary | None:
+        page = await self._runs(limit=1, cursor=run_id, one=True)
+        return page.items[0] if page.items else None
+
+    async def _runs(self, *, limit: int, cursor: str, one: bool) -> RunPage:
         async def select(conn: psycopg.AsyncConnection[Any]) -> RunPage:
-            rows = await (await conn.execute(run_views.runs_sql("%s"), (cursor or "", limit + 1))).fetchall()
+            sql = run_views.runs_sql("%s", one=one)
+            rows = await (await conn.execute(sql, (cursor, limit + 1))).fetchall()
             ids = [r[0] for r in rows[:limit]]
             if not ids:
                 return run_views.run_page(rows, [], [], limit)

@@ -15,11 +15,12 @@ from typing import Any
 from judge_service.schemas import FingerprintCount, RunPage, RunSteps, RunSummary, StepFigures
 
 
-def runs_sql(p: str) -> str:
+def runs_sql(p: str, *, one: bool = False) -> str:
+    """Runs after the cursor (`run_id > p`), or the one run named (`one`), with their totals."""
     return (
         "SELECT run_id, COUNT(DISTINCT step), COUNT(*), MAX(created_at), MAX(step),"
         " SUM(answers), SUM(scored)"
-        f" FROM judgements WHERE run_id IS NOT NULL AND run_id > {p}"
+        f" FROM judgements WHERE run_id IS NOT NULL AND run_id {'=' if one else '>'} {p}"
         f" GROUP BY run_id ORDER BY run_id LIMIT {p}"
     )
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from judge_service.errors import StoreUnavailableError
-from judge_service.schemas import JudgementPage, RunPage, RunSteps, StoredJudgement
+from judge_service.schemas import JudgementPage, RunPage, RunSteps, RunSummary, StoredJudgement
 from judge_service.store import codec, migrations, run_views
 from judge_service.store.base import (
     Claim,
@@ -371,9 +371,16 @@ class SqliteJudgementStore:
         return await self._run(prune)
 
     async def list_runs(self, *, limit: int = 50, cursor: str | None = None) -> RunPage:
+        return await self._runs(limit=limit, cursor=cursor or "", one=False)
+
+    async def run_summary(self, run_id: str) -> RunSummary | None:
+        page = await self._runs(limit=1, cursor=run_id, one=True)
+        return page.items[0] if page.items else None
+
+    async def _runs(self, *, limit: int, cursor: str, one: bool) -> RunPage:
         def select() -> RunPage:
             conn = self._connection()
-            rows = conn.execute(run_views.runs_sql("?"), (cursor or "", limit + 1)).fetchall()
+            rows = conn.execute(run_views.runs_sql("?", one=one), (cursor, limit + 1)).fetchall()
             ids = [r[0] for r in rows[:limit]]
             if not ids:
                 return run_views.run_page(rows, [], [], limit)

@@ -10,7 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 from pydantic import SecretStr
 
-from judge_service.api.auth import ApiKeyAuth, parse_keys
+from judge_service.api.auth import KeyRing, parse_keys
 from judge_service.backends.fake import FakeBackend
 from judge_service.config import Settings
 from tests.api.conftest import group, make_client
@@ -146,8 +146,8 @@ def test_comparison_checks_every_key(monkeypatch: pytest.MonkeyPatch) -> None:
         return real(a, b)
 
     monkeypatch.setattr("judge_service.api.auth.hmac.compare_digest", counting)
-    auth = ApiKeyAuth(app=lambda *_: None, keys=["k1", "k2", "k3"], public_paths=frozenset())  # type: ignore[arg-type]
-    assert auth._valid("k1")
+    keys = KeyRing(["k1", "k2", "k3"])
+    assert keys.caller_for("k1") is not None
     assert len(calls) == 3
-    assert not auth._valid("k4")
+    assert keys.caller_for("k4") is None
     assert len(calls) == 6
