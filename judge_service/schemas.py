@@ -476,6 +476,9 @@ class HumanLabels(BaseModel):
 
     judgement_id: str | None = Field(default=None, max_length=64)
     group_key: str | None = Field(default=None, max_length=256)
+    labeler: str | None = Field(
+        default=None, max_length=64, description="Who labelled the group (several people may label one)."
+    )
     human: dict[str, float] = Field(
         min_length=1, max_length=MAX_ANSWERS, description="answer id -> score, or rank (1 is best)"
     )
@@ -497,6 +500,31 @@ class HumanLabels(BaseModel):
     @property
     def key(self) -> str:
         return self.judgement_id or self.group_key or ""
+
+
+LABELER_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.@:\- ]{0,63}$"
+
+
+class LabelsRequest(StrictModel):
+    """A person's labels for one judged group (PUT /v1/judgements/{id}/labels), by answer id."""
+
+    human: dict[Annotated[str, Field(pattern=ANSWER_ID_PATTERN)], float] = Field(
+        min_length=1,
+        max_length=MAX_ANSWERS,
+        description="answer id -> score (on `scale`), or rank (1 is best)",
+    )
+    kind: Literal["score", "rank"] = "score"
+    scale: tuple[float, float] | None = Field(
+        default=None,
+        description="For scores: lowest and highest value of the scale, e.g. [1, 5]; default 0-1.",
+    )
+    labeler: str | None = Field(
+        default=None, pattern=LABELER_PATTERN, description="Who labels; default: the API key's identity."
+    )
+
+
+class StoredLabels(ResponseModel):
+    items: list[HumanLabels]
 
 
 class GroupAgreement(BaseModel):
@@ -524,6 +552,14 @@ class AgreementReport(BaseModel):
     mae_answers: int
     mean_absolute_error: float | None
     per_group: list[GroupAgreement]
+
+
+class FingerprintAgreement(BaseModel):
+    """How well one grader fingerprint agrees with a run's human labels (GET /v1/runs/{run_id}/agreement)."""
+
+    fingerprint: str | None
+    report: AgreementReport
+    worst: list[GroupAgreement] = Field(description="The groups that disagree most, worst first.")
 
 
 class ThresholdRate(BaseModel):

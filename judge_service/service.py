@@ -26,6 +26,7 @@ from judge_service.schemas import (
     BatchItem,
     ErrorBody,
     GroupStatus,
+    HumanLabels,
     JudgementPage,
     JudgeRequest,
     JudgeResponse,
@@ -204,6 +205,18 @@ class JudgeService:
 
     async def list_runs(self, *, limit: int, cursor: str | None) -> RunPage:
         return await self._store.list_runs(limit=limit, cursor=cursor)
+
+    async def save_labels(self, labels: HumanLabels, *, run_id: str | None) -> None:
+        await self._store.save_labels(labels, run_id=run_id)
+
+    async def labels_of(self, judgement_id: str) -> list[HumanLabels]:
+        return await self._store.labels_of(judgement_id)
+
+    async def run_labels(self, run_id: str) -> list[HumanLabels]:
+        return await self._store.run_labels(run_id)
+
+    async def regrades_of(self, judgement_ids: list[str]) -> list[StoredJudgement]:
+        return await self._store.regrades_of(judgement_ids)
 
     async def run_summary(self, run_id: str) -> RunSummary | None:
         return await self._store.run_summary(run_id)

@@ -47,4 +47,7 @@ apt_need() {  # apt_need COMMAND PACKAGE
 }
 apt_need promtool prometheus
 apt_need kubectl kubectl
+# The browser the run pages are tested in (tests/pages), driven by Playwright with executable_path: its
+# own browser download cannot work without access to its CDN.
+apt_need chromium chromium
 echo "installed into $VENV"

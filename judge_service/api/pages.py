@@ -18,12 +18,22 @@ import jinja2
 from fastapi import APIRouter, Form, Path, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from judge_service.api.auth import SIGN_IN, KeyRing, cookie
+from judge_service.api.auth import PAGES, KeyRing, caller_of, cookie
 from judge_service.api.deps import ServiceDep
+from judge_service.api.quality import ANONYMOUS, labelled_agreement
 from judge_service.errors import InvalidGroupError
+from judge_service.quality.agreement import agreement
 from judge_service.quality.calibration import calibrate
+from judge_service.quality.labels import labels_for
 from judge_service.quality.sources import run_groups
-from judge_service.schemas import MAX_STEP, MAX_STEPS_PAGE, RUN_ID_PATTERN, StepFigures, StoredJudgement
+from judge_service.schemas import (
+    MAX_STEP,
+    MAX_STEPS_PAGE,
+    RUN_ID_PATTERN,
+    LabelsRequest,
+    StepFigures,
+    StoredJudgement,
+)
 from judge_service.ui.charts import Series, line_chart
 from judge_service.ui.session import CSRF_COOKIE, SESSION_COOKIE, SESSION_S, new_csrf_seed
 
@@ -35,6 +45,8 @@ TABLE_STEPS = 100
 
 RunId = Annotated[str, Path(pattern=RUN_ID_PATTERN)]
 Step = Annotated[int, Path(ge=0, le=MAX_STEP)]
+JudgementId = Annotated[str, Path(pattern=r"^[0-9a-f]{32}$")]
+MARK_FIELD = "mark:"  # the label form's field per answer: mark:<answer id>
 
 
 def _fmt(value: float | None) -> str:
@@ -112,6 +124,7 @@ async def run_page(
     if calibration_step is not None:
         groups = await run_groups(service, run_id, step=calibration_step, fingerprint=fingerprint)
         calibration = calibrate(groups) if groups else None
+    agreements = await labelled_agreement(service, run_id)
     query = {"from": first, "to": last, "fingerprint": fingerprint}
     next_range = urlencode(
         {k: v for k, v in {**query, "from": steps[-1].step + 1 if steps else None}.items() if v is not None}
@@ -132,6 +145,7 @@ async def run_page(
         charts=_charts(steps),
         calibration=calibration,
         calibration_step=calibration_step,
+        agreements=agreements,
         json_url=f"/v1/runs/{run_id}/steps?"
         + urlencode({k: v for k, v in json_query.items() if v is not None}),
     )
@@ -260,13 +274,82 @@ def _group_view(stored: StoredJudgement, old: StoredJudgement | None, sort: str)
 
 
 @router.get("/judgements/{judgement_id}", response_class=HTMLResponse)
-async def judgement_page(
-    judgement_id: Annotated[str, Path(pattern=r"^[0-9a-f]{32}$")], service: ServiceDep
+async def judgement_page(judgement_id: JudgementId, request: Request, service: ServiceDep) -> HTMLResponse:
+    return await _judgement(request, service, judgement_id)
+
+
+async def _judgement(
+    request: Request, service: Any, judgement_id: str, *, error: str | None = None, status_code: int = 200
 ) -> HTMLResponse:
     stored = await service.get(judgement_id)
     texts = {a.id: a.text for a in stored.request.answers}
     answers = [{"result": a, "text": texts.get(a.id, "")} for a in stored.answers]
-    return _page("judgement.html", j=stored, answers=answers, json_url=f"/v1/judgements/{judgement_id}")
+    labels = await service.labels_of(judgement_id)
+    scores = {a.id: a.score for a in stored.answers}
+    agreements = [(label, agreement([(label, scores)])) for label in labels]
+    seed, fresh = _csrf_seed(request)
+    keys: KeyRing = request.app.state.keys
+    response = _page(
+        "judgement.html",
+        status_code=status_code,
+        j=stored,
+        answers=answers,
+        labels=agreements,
+        csrf=keys.sessions.csrf_token(seed),
+        labeler=caller_of(request.scope) or ANONYMOUS,
+        error=error,
+        json_url=f"/v1/judgements/{judgement_id}",
+    )
+    if fresh:
+        _set_csrf_cookie(request, response, seed)
+    return response
+
+
+@router.post("/judgements/{judgement_id}/labels", response_class=HTMLResponse)
+async def save_labels(judgement_id: JudgementId, request: Request, service: ServiceDep) -> Response:
+    """The "score it yourself" form: a 1-5 mark per answer (empty: not marked)."""
+    form = await request.form()
+    keys: KeyRing = request.app.state.keys
+    if not keys.sessions.csrf_valid(cookie(request.scope, CSRF_COOKIE), str(form.get("csrf", ""))):
+        return await _judgement(
+            request, service, judgement_id, error="The form expired; send it again.", status_code=403
+        )
+    marks = {
+        str(name)[len(MARK_FIELD) :]: str(value)
+        for name, value in form.multi_items()
+        if str(name).startswith(MARK_FIELD) and str(value).strip()
+    }
+    labeler = str(form.get("labeler", "")).strip() or caller_of(request.scope) or ANONYMOUS
+    try:
+        labels_request = LabelsRequest(
+            human={answer_id: float(mark) for answer_id, mark in marks.items()},
+            kind="score",
+            scale=(1.0, 5.0),
+            labeler=labeler,
+        )
+        judgement = await service.get(judgement_id)
+        labels = labels_for(judgement, labels_request, labeler=labeler)
+    except (ValueError, InvalidGroupError) as exc:
+        message = "Give at least one answer a mark from 1 to 5" if not marks else _first_line(exc)
+        return await _judgement(request, service, judgement_id, error=message, status_code=422)
+    await service.save_labels(labels, run_id=judgement.run_id)
+    return RedirectResponse(f"/ui/judgements/{judgement_id}#labels", status_code=303)
+
+
+def _first_line(exc: Exception) -> str:
+    text = exc.message if isinstance(exc, InvalidGroupError) else str(exc)
+    return text.strip().splitlines()[0][:300]
+
+
+def _csrf_seed(request: Request) -> tuple[str, bool]:
+    """The CSRF cookie's value, or a new one (True: to be set on the response)."""
+    seed = cookie(request.scope, CSRF_COOKIE)
+    return (seed, False) if seed else (new_csrf_seed(), True)
+
+
+def _set_csrf_cookie(request: Request, response: Response, seed: str) -> None:
+    secure = request.url.scheme == "https"
+    response.set_cookie(CSRF_COOKIE, seed, path=PAGES, httponly=True, samesite="strict", secure=secure)
 
 
 # --------------------------------------------------------------------------- sign-in
@@ -307,7 +390,7 @@ async def signin(
 
 def _signin(request: Request, *, next_url: str, error: str | None = None, status_code: int = 200) -> Response:
     keys: KeyRing = request.app.state.keys
-    seed = new_csrf_seed()
+    seed, fresh = _csrf_seed(request)
     response = _page(
         "signin.html",
         status_code=status_code,
@@ -316,14 +399,8 @@ def _signin(request: Request, *, next_url: str, error: str | None = None, status
         error=error,
         hours=SESSION_S // 3600,
     )
-    response.set_cookie(
-        CSRF_COOKIE,
-        seed,
-        path=SIGN_IN,
-        httponly=True,
-        samesite="strict",
-        secure=request.url.scheme == "https",
-    )
+    if fresh:
+        _set_csrf_cookie(request, response, seed)
     return response
 
 

@@ -1,10 +1,12 @@
-"""Judge-quality routes: calibration, agreement with human labels, regrading. Thin: work is in quality/."""
+"""Judge-quality routes: calibration, human labels and agreement with them, regrading. Thin: work is in
+quality/."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Path, Query, Request
+from fastapi.responses import PlainTextResponse
 
 from judge_service.api.auth import caller_of
 from judge_service.api.deps import ServiceDep
@@ -12,13 +14,18 @@ from judge_service.api.headers import idempotency_key_header
 from judge_service.errors import InvalidGroupError, NotFoundError
 from judge_service.quality.agreement import AgreementReport, agreement
 from judge_service.quality.calibration import CalibrationReport, calibrate
+from judge_service.quality.labels import agreement_by_fingerprint, labels_for
 from judge_service.quality.sources import JudgementGetter, index_for_labels, run_groups
 from judge_service.schemas import (
+    RUN_ID_PATTERN,
     AgreementRequest,
     CalibrationRequest,
     ErrorResponse,
+    FingerprintAgreement,
+    LabelsRequest,
     RegradeRequest,
     RegradeResponse,
+    StoredLabels,
 )
 from judge_service.service import JudgeService
 
@@ -91,3 +98,63 @@ async def regrade(
     idempotency_key: RegradeIdempotencyKeyHeader = None,
 ) -> RegradeResponse:
     return await service.regrade(request, idempotency_key=idempotency_key, caller=caller_of(http.scope))
+
+
+JudgementId = Annotated[str, Path(pattern=r"^[0-9a-f]{32}$", description="judgement_id from a judge reply")]
+RunId = Annotated[str, Path(pattern=RUN_ID_PATTERN)]
+ANONYMOUS = "anonymous"
+
+
+@router.put(
+    "/judgements/{judgement_id}/labels",
+    response_model=StoredLabels,
+    summary="Store a person's marks or ranks for a judged group's answers (replacing that person's earlier)",
+)
+async def put_labels(
+    judgement_id: JudgementId, request: LabelsRequest, http: Request, service: ServiceDep
+) -> StoredLabels:
+    judgement = await service.get(judgement_id)
+    labeler = request.labeler or caller_of(http.scope) or ANONYMOUS
+    await service.save_labels(labels_for(judgement, request, labeler=labeler), run_id=judgement.run_id)
+    return StoredLabels(items=await service.labels_of(judgement_id))
+
+
+@router.get(
+    "/judgements/{judgement_id}/labels", response_model=StoredLabels, summary="A group's human labels"
+)
+async def get_labels(judgement_id: JudgementId, service: ServiceDep) -> StoredLabels:
+    await service.get(judgement_id)  # 404 for an unknown judgement, not an empty list
+    return StoredLabels(items=await service.labels_of(judgement_id))
+
+
+@router.get(
+    "/runs/{run_id}/labels",
+    response_model=StoredLabels,
+    summary="A run's human labels; format=jsonl gives the file `judge-service agreement --human` reads",
+)
+async def run_labels(
+    run_id: RunId,
+    service: ServiceDep,
+    format: Annotated[str, Query(pattern=r"^(json|jsonl)$")] = "json",
+) -> StoredLabels | PlainTextResponse:
+    labels = await service.run_labels(run_id)
+    if format == "jsonl":
+        body = "".join(label.model_dump_json(exclude_none=True) + "\n" for label in labels)
+        return PlainTextResponse(body, media_type="application/x-ndjson")
+    return StoredLabels(items=labels)
+
+
+@router.get(
+    "/runs/{run_id}/agreement",
+    response_model=list[FingerprintAgreement],
+    summary="How well each grader fingerprint agrees with the run's human labels",
+)
+async def run_agreement(run_id: RunId, service: ServiceDep) -> list[FingerprintAgreement]:
+    return await labelled_agreement(service, run_id)
+
+
+async def labelled_agreement(service: JudgeService, run_id: str) -> list[FingerprintAgreement]:
+    labels = await service.run_labels(run_id)
+    ids = sorted({label.judgement_id for label in labels if label.judgement_id})
+    judgements = [await service.get(i) for i in ids] + await service.regrades_of(ids)
+    return agreement_by_fingerprint(labels, judgements)

@@ -17,9 +17,11 @@ from judge_service.schemas import (
     BatchItem,
     CalibrationReport,
     CalibrationRequest,
+    FingerprintAgreement,
     JudgementPage,
     JudgeRequest,
     JudgeResponse,
+    LabelsRequest,
     MemberRequest,
     MemberResponse,
     RegradeRequest,
@@ -28,6 +30,7 @@ from judge_service.schemas import (
     RunSteps,
     RunSummary,
     StoredJudgement,
+    StoredLabels,
 )
 
 T = TypeVar("T")
@@ -123,6 +126,21 @@ class AsyncJudgeClient:
             run_id, from_step=from_step, to_step=to_step, fingerprint=fingerprint, limit=limit, cursor=cursor
         )
         return await self._send(call)
+
+    async def put_labels(self, judgement_id: str, labels: LabelsRequest | Mapping[str, Any]) -> StoredLabels:
+        """Store a person's marks or ranks for a judged group; the group's labels after."""
+        return await self._send(calls.put_labels(judgement_id, labels))
+
+    async def labels(self, judgement_id: str) -> StoredLabels:
+        return await self._send(calls.labels(judgement_id))
+
+    async def run_labels(self, run_id: str) -> StoredLabels:
+        """A run's human labels, in the format `judge-service agreement --human` reads (one per line)."""
+        return await self._send(calls.run_labels(run_id))
+
+    async def run_agreement(self, run_id: str) -> list[FingerprintAgreement]:
+        """How well each grader fingerprint agrees with the run's labels."""
+        return await self._send(calls.run_agreement(run_id))
 
     async def regrade(
         self, request: RegradeRequest | Mapping[str, Any], *, idempotency_key: str | None = None

@@ -23,9 +23,11 @@ from judge_service.schemas import (
     CalibrationReport,
     CalibrationRequest,
     ErrorBody,
+    FingerprintAgreement,
     JudgementPage,
     JudgeRequest,
     JudgeResponse,
+    LabelsRequest,
     MemberRequest,
     MemberResponse,
     RegradeRequest,
@@ -33,6 +35,7 @@ from judge_service.schemas import (
     RunPage,
     RunSteps,
     StoredJudgement,
+    StoredLabels,
 )
 
 T = TypeVar("T")
@@ -158,6 +161,27 @@ def run_steps(
     given = {"from": from_step, "to": to_step, "fingerprint": fingerprint, "cursor": cursor}
     params: dict[str, Any] = {"limit": limit, **{k: v for k, v in given.items() if v is not None}}
     return Call("GET", f"/v1/runs/{run_id}/steps", RunSteps.model_validate, None, params)
+
+
+def put_labels(judgement_id: str, labels: LabelsRequest | Mapping[str, Any]) -> Call[StoredLabels]:
+    path = f"/v1/judgements/{judgement_id}/labels"
+    return Call("PUT", path, StoredLabels.model_validate, _payload(labels))
+
+
+def labels(judgement_id: str) -> Call[StoredLabels]:
+    return Call("GET", f"/v1/judgements/{judgement_id}/labels", StoredLabels.model_validate)
+
+
+def run_labels(run_id: str) -> Call[StoredLabels]:
+    return Call("GET", f"/v1/runs/{run_id}/labels", StoredLabels.model_validate)
+
+
+def run_agreement(run_id: str) -> Call[list[FingerprintAgreement]]:
+    return Call("GET", f"/v1/runs/{run_id}/agreement", _agreements)
+
+
+def _agreements(body: Any) -> list[FingerprintAgreement]:
+    return [FingerprintAgreement.model_validate(item) for item in body]
 
 
 def regrade(

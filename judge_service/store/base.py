@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from judge_service.schemas import JudgementPage, RunPage, RunSteps, RunSummary, StoredJudgement
+from judge_service.schemas import HumanLabels, JudgementPage, RunPage, RunSteps, RunSummary, StoredJudgement
 
 
 @dataclass(frozen=True)
@@ -131,6 +131,23 @@ class JudgementStore(Protocol):
         limit: int = 1000,
     ) -> RunSteps:
         """A run's figures per step for steps in (after, until], of one grader fingerprint when given."""
+        ...
+
+    async def save_labels(self, labels: HumanLabels, *, run_id: str | None) -> None:
+        """Store a person's labels for a judgement (`labels.judgement_id`), replacing that labeler's
+        earlier ones for it."""
+        ...
+
+    async def labels_of(self, judgement_id: str) -> list[HumanLabels]:
+        """Every labeler's labels for one judgement, by labeler."""
+        ...
+
+    async def run_labels(self, run_id: str, *, limit: int = 10_000) -> list[HumanLabels]:
+        """The labels of a run's judgements, oldest judgement first, at most `limit`."""
+        ...
+
+    async def regrades_of(self, judgement_ids: list[str]) -> list[StoredJudgement]:
+        """The judgements that regrade any of these (their `regrade_of`), oldest first."""
         ...
 
     async def close(self) -> None: ...

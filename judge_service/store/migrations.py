@@ -50,6 +50,20 @@ _SUMMARY_COLUMNS_SQL = (
 )
 
 
+_LABELS_SQL = """
+CREATE TABLE human_labels (
+    judgement_id TEXT NOT NULL,
+    labeler      TEXT NOT NULL,
+    run_id       TEXT,
+    doc          TEXT NOT NULL,
+    updated_at   TEXT NOT NULL,
+    PRIMARY KEY (judgement_id, labeler)
+);
+CREATE INDEX human_labels_run ON human_labels (run_id);
+CREATE INDEX judgements_regrade_of ON judgements (regrade_of);
+"""
+
+
 @dataclass(frozen=True)
 class Migration:
     name: str
@@ -240,6 +254,16 @@ MIGRATIONS: tuple[Migration, ...] = (
                  WHERE jsonb_typeof(a->'score') = 'number') = 1 END;
             CREATE INDEX judgements_run_fingerprint ON judgements (run_id, grader_fingerprint);
             """,
+        },
+    ),
+    # A person's own marks or ranks for a group's answers (the run pages' "score it yourself"), one
+    # document per (judgement, labeler) in the HumanLabels format `judge-service agreement` reads. The
+    # run id is copied from the judgement so a run's labels are one indexed read.
+    Migration(
+        "m006_human_labels",
+        {
+            SQLITE: _LABELS_SQL,
+            POSTGRES: _LABELS_SQL,
         },
     ),
 )

@@ -32,7 +32,7 @@ import psycopg
 from psycopg_pool import AsyncConnectionPool
 
 from judge_service.errors import StoreUnavailableError
-from judge_service.schemas import JudgementPage, RunPage, RunSteps, RunSummary, StoredJudgement
+from judge_service.schemas import HumanLabels, JudgementPage, RunPage, RunSteps, RunSummary, StoredJudgement
 from judge_service.store import codec, migrations, run_views
 from judge_service.store.base import (
     Claim,
@@ -70,6 +70,16 @@ _CLAIM = (
     f" WHERE c.lease_until < {_NOW} OR c.owner = excluded.owner"
     " RETURNING owner"
 )
+
+
+_UPSERT_LABELS = (
+    "INSERT INTO human_labels (judgement_id, labeler, run_id, doc, updated_at) VALUES (%s, %s, %s, %s, %s)"
+    " ON CONFLICT (judgement_id, labeler) DO UPDATE SET doc = excluded.doc, updated_at = excluded.updated_at"
+)
+
+
+def _now_text() -> str:
+    return datetime.now(UTC).isoformat()
 
 
 class PostgresJudgementStore:
@@ -413,6 +423,48 @@ class PostgresJudgementStore:
 
         async def select(conn: psycopg.AsyncConnection[Any]) -> RunSteps:
             return run_views.run_steps(run_id, await (await conn.execute(sql, params)).fetchall(), limit)
+
+        return await self._run(select)
+
+    async def save_labels(self, labels: HumanLabels, *, run_id: str | None) -> None:
+        row = (labels.judgement_id, labels.labeler or "", run_id, labels.model_dump_json(), _now_text())
+
+        async def save(conn: psycopg.AsyncConnection[Any]) -> None:
+            async with conn.transaction():
+                await conn.execute(_UPSERT_LABELS, row)
+
+        await self._run(save)
+
+    async def labels_of(self, judgement_id: str) -> list[HumanLabels]:
+        sql = "SELECT doc FROM human_labels WHERE judgement_id = %s ORDER BY labeler"
+
+        async def select(conn: psycopg.AsyncConnection[Any]) -> list[HumanLabels]:
+            rows = await (await conn.execute(sql, (judgement_id,))).fetchall()
+            return [HumanLabels.model_validate_json(doc) for (doc,) in rows]
+
+        return await self._run(select)
+
+    async def run_labels(self, run_id: str, *, limit: int = 10_000) -> list[HumanLabels]:
+        sql = (
+            "SELECT l.doc FROM human_labels l JOIN judgements j ON j.judgement_id = l.judgement_id"
+            " WHERE l.run_id = %s ORDER BY j.id, l.labeler LIMIT %s"
+        )
+
+        async def select(conn: psycopg.AsyncConnection[Any]) -> list[HumanLabels]:
+            rows = await (await conn.execute(sql, (run_id, limit))).fetchall()
+            return [HumanLabels.model_validate_json(doc) for (doc,) in rows]
+
+        return await self._run(select)
+
+    async def regrades_of(self, judgement_ids: list[str]) -> list[StoredJudgement]:
+        if not judgement_ids:
+            return []
+        marks = ", ".join(["%s"] * len(judgement_ids))
+        sql = f"SELECT doc FROM judgements WHERE regrade_of IN ({marks}) ORDER BY id"
+
+        async def select(conn: psycopg.AsyncConnection[Any]) -> list[StoredJudgement]:
+            rows = await (await conn.execute(sql, judgement_ids)).fetchall()
+            return [codec.load_judgement(doc) for (doc,) in rows]
 
         return await self._run(select)
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from judge_service.errors import StoreUnavailableError
-from judge_service.schemas import JudgementPage, RunPage, RunSteps, RunSummary, StoredJudgement
+from judge_service.schemas import HumanLabels, JudgementPage, RunPage, RunSteps, RunSummary, StoredJudgement
 from judge_service.store import codec, migrations, run_views
 from judge_service.store.base import (
     Claim,
@@ -104,6 +104,16 @@ def _integrity_error(exc: sqlite3.IntegrityError, pending: PendingSave) -> Excep
     """The error one save() raises for its row's constraint violation (the key is handled by ON CONFLICT,
     so the only unique column left to break is the judgement id)."""
     return ValueError(f"judgement {pending.judgement_id!r} is already stored; ids must be unique ({exc})")
+
+
+_UPSERT_LABELS = (
+    "INSERT INTO human_labels (judgement_id, labeler, run_id, doc, updated_at) VALUES (?, ?, ?, ?, ?)"
+    " ON CONFLICT (judgement_id, labeler) DO UPDATE SET doc = excluded.doc, updated_at = excluded.updated_at"
+)
+
+
+def _now_text() -> str:
+    return datetime.now(UTC).isoformat()
 
 
 class SqliteJudgementStore:
@@ -407,6 +417,37 @@ class SqliteJudgementStore:
             return run_views.run_steps(run_id, self._connection().execute(sql, params).fetchall(), limit)
 
         return await self._run(select)
+
+    async def save_labels(self, labels: HumanLabels, *, run_id: str | None) -> None:
+        row = (labels.judgement_id, labels.labeler or "", run_id, labels.model_dump_json(), _now_text())
+
+        def save() -> None:
+            conn = self._connection()
+            with _write_transaction(conn):
+                conn.execute(_UPSERT_LABELS, row)
+
+        await self._run(save)
+
+    async def labels_of(self, judgement_id: str) -> list[HumanLabels]:
+        sql = "SELECT doc FROM human_labels WHERE judgement_id = ? ORDER BY labeler"
+        rows = await self._run(lambda: self._connection().execute(sql, (judgement_id,)).fetchall())
+        return [HumanLabels.model_validate_json(doc) for (doc,) in rows]
+
+    async def run_labels(self, run_id: str, *, limit: int = 10_000) -> list[HumanLabels]:
+        sql = (
+            "SELECT l.doc FROM human_labels l JOIN judgements j ON j.judgement_id = l.judgement_id"
+            " WHERE l.run_id = ? ORDER BY j.id, l.labeler LIMIT ?"
+        )
+        rows = await self._run(lambda: self._connection().execute(sql, (run_id, limit)).fetchall())
+        return [HumanLabels.model_validate_json(doc) for (doc,) in rows]
+
+    async def regrades_of(self, judgement_ids: list[str]) -> list[StoredJudgement]:
+        if not judgement_ids:
+            return []
+        marks = ", ".join(["?"] * len(judgement_ids))
+        sql = f"SELECT doc FROM judgements WHERE regrade_of IN ({marks}) ORDER BY id"
+        rows = await self._run(lambda: self._connection().execute(sql, judgement_ids).fetchall())
+        return [codec.load_judgement(doc) for (doc,) in rows]
 
     async def list_run(
         self, run_id: str, *, step: int | None = None, limit: int = 100, cursor: str | None = None

@@ -180,3 +180,41 @@ async def test_postgres_rows_from_before_the_summaries_are_filled_in(postgres_ur
         await check_backfilled(store)
     finally:
         await store.close()
+
+
+# --- human labels and regrades
+
+
+async def test_labels_are_kept_per_judgement_and_labeler_and_read_by_run(store: JudgementStore) -> None:
+    from judge_service.schemas import HumanLabels
+
+    judgements = await fill(store)
+    first, second = judgements[0], judgements[2]
+
+    def label(judgement: StoredJudgement, labeler: str, value: float) -> HumanLabels:
+        return HumanLabels(judgement_id=judgement.judgement_id, labeler=labeler, human={"x0": value})
+
+    await store.save_labels(label(second, "ann", 1), run_id="run-1")
+    await store.save_labels(label(first, "bob", 2), run_id="run-1")
+    await store.save_labels(label(first, "ann", 3), run_id="run-1")
+    await store.save_labels(label(first, "ann", 4), run_id="run-1")  # replaces ann's first
+    assert [(x.labeler, x.human) for x in await store.labels_of(first.judgement_id)] == [
+        ("ann", {"x0": 4.0}),
+        ("bob", {"x0": 2.0}),
+    ]
+    by_run = await store.run_labels("run-1")
+    assert [(x.judgement_id, x.labeler) for x in by_run] == [
+        (first.judgement_id, "ann"),
+        (first.judgement_id, "bob"),
+        (second.judgement_id, "ann"),
+    ]
+    assert await store.run_labels("run-2") == [] and await store.labels_of("nothing") == []
+
+
+async def test_regrades_of_finds_the_judgements_that_regrade_the_given_ones(store: JudgementStore) -> None:
+    judgements = await fill(store)
+    regrade = judged("regrade-1", "run-1", 0, [0.5], 9, regrade_of=judgements[0].judgement_id)
+    await store.save(regrade)
+    found = await store.regrades_of([judgements[0].judgement_id, "no-such-id"])
+    assert [j.judgement_id for j in found] == ["regrade-1"]
+    assert await store.regrades_of([]) == []

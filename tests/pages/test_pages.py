@@ -1,0 +1,168 @@
+"""What a person sees on the run pages, in chromium: runs, one run's charts and calibration, a step's
+groups with marks and reasons, one judgement in full, paging and sorting, caller text shown as text,
+and the sign-in when API keys are on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx
+from playwright.sync_api import Page, expect
+
+from tests.pages.conftest import (
+    API_KEY,
+    BUSY_GROUPS,
+    BUSY_STEP,
+    GROUPS_PER_STEP,
+    HOSTILE,
+    RUN,
+    STEPS,
+    screenshot_dir,
+)
+
+
+def test_the_runs_page_lists_the_run_with_its_totals(
+    page: Page, filled: dict[str, Any], tmp_path: Path
+) -> None:
+    page.goto(f"{filled['url']}/ui/runs")
+    row = page.locator("#runs tbody tr", has_text=RUN)
+    expect(row).to_have_count(1)
+    cells = row.locator("td")
+    expect(cells.nth(1)).to_have_text(str(STEPS))
+    groups = STEPS * GROUPS_PER_STEP + (BUSY_GROUPS - GROUPS_PER_STEP) + 1  # + the regraded group
+    expect(cells.nth(2)).to_have_text(str(groups))
+    expect(cells.nth(4)).to_have_text(str(STEPS - 1))
+    assert row.locator(".pill").count() >= 2  # orders=1 and orders=2 groups: two grader fingerprints
+    page.screenshot(path=str(screenshot_dir(tmp_path) / "runs.png"))
+    row.locator("a").click()
+    expect(page.locator("#run-id")).to_have_text(RUN)
+
+
+def test_the_run_page_plots_every_step_and_filters_by_range(
+    page: Page, filled: dict[str, Any], tmp_path: Path
+) -> None:
+    page.goto(f"{filled['url']}/ui/runs/{RUN}")
+    charts = page.locator("#charts figure")
+    expect(charts).to_have_count(6)
+    for key in ("mean_score", "flat_share", "unscored_share", "judge_tokens", "judge_ms"):
+        expect(page.locator(f'figure[data-chart="{key}"] circle.point')).to_have_count(STEPS)
+    expect(page.locator('figure[data-chart="mean_score"] polygon.band')).to_have_count(1)
+    # Order sensitivity exists only where a group was judged under two orders: every step has one.
+    expect(page.locator('figure[data-chart="order_sensitivity"] circle.point')).to_have_count(STEPS)
+    # The unscored answer of step 2 shows as a point above 0 on the unscored chart.
+    unscored = page.locator('figure[data-chart="unscored_share"] circle.point[data-step="2"]')
+    assert float(unscored.get_attribute("data-value") or 0) > 0
+    expect(page.locator("#calibration")).to_contain_text("Recommended pass threshold")
+    expect(page.locator("#steps tbody tr")).to_have_count(STEPS)
+    page.set_viewport_size({"width": 1280, "height": 1000})
+    page.screenshot(path=str(screenshot_dir(tmp_path) / "run-page.png"), full_page=False)
+
+    page.fill('input[name="from"]', "3")
+    page.fill('input[name="to"]', "5")
+    page.click("#filters button")
+    expect(page.locator('figure[data-chart="mean_score"] circle.point')).to_have_count(3)
+    expect(page.locator("#steps tbody tr")).to_have_count(3)
+    fingerprint = page.locator('select[name="fingerprint"] option').nth(1).get_attribute("value")
+    page.select_option('select[name="fingerprint"]', fingerprint)
+    page.click("#filters button")
+    expect(page.locator("#steps tbody tr")).to_have_count(3)
+    assert f"fingerprint={fingerprint}" in page.url
+
+
+def test_a_step_shows_every_answer_with_marks_and_reasons_sorted_and_paged(
+    page: Page, filled: dict[str, Any], tmp_path: Path
+) -> None:
+    page.goto(f"{filled['url']}/ui/runs/{RUN}/steps/{BUSY_STEP}")
+    groups = page.locator("section.group")
+    expect(groups).to_have_count(20)  # a page of groups, not all 25
+    first = groups.first
+    scores = [
+        float(s) for s in first.locator("tr.answer").evaluate_all("rows => rows.map(r => r.dataset.score)")
+    ]
+    assert scores == sorted(scores, reverse=True)  # by score, best first
+    expect(first.locator(".mark").first).to_contain_text("scripted mark for")  # the judge's reason
+    expect(first.locator("tr.answer .mark")).to_have_count(4 * 4)  # 4 answers x 4 criteria
+    # The hostile answer is shown as text: its markup visible, nothing executed (the page fixture
+    # fails the test on any dialog), no <img> element made from it.
+    expect(first.locator('tr[data-answer="html"] .text')).to_contain_text('<script>alert("x")</script>')
+    assert first.locator('tr[data-answer="html"] img').count() == 0
+    page.screenshot(path=str(screenshot_dir(tmp_path) / "step.png"))
+    page.click("a[rel=next]")
+    expect(page.locator("section.group")).to_have_count(BUSY_GROUPS - 20)
+    page.goto(f"{filled['url']}/ui/runs/{RUN}/steps/{BUSY_STEP}?sort=sent")
+    order = (
+        page.locator("section.group")
+        .first.locator("tr.answer")
+        .evaluate_all("rows => rows.map(r => r.dataset.answer)")
+    )
+    assert order == ["good", "html", "short", "wrong"]
+
+
+def test_an_unscored_answer_stands_out_with_its_error(page: Page, filled: dict[str, Any]) -> None:
+    page.goto(f"{filled['url']}/ui/runs/{RUN}/steps/2")
+    unscored = page.locator("tr.answer.unscored")
+    expect(unscored).to_have_count(1)
+    expect(unscored.locator(".error")).to_contain_text("unscored:")
+    assert unscored.evaluate("row => getComputedStyle(row).backgroundColor") != "rgba(0, 0, 0, 0)"
+    # Sorted by score, the unscored answer comes last in its group.
+    group = page.locator("section.group", has=unscored)
+    expect(group.locator("tr.answer").last).to_have_class("answer unscored")
+
+
+def test_a_regraded_group_shows_old_and_new_scores(page: Page, filled: dict[str, Any]) -> None:
+    old_id, new_id = filled["regraded"]
+    page.goto(f"{filled['url']}/ui/runs/{RUN}/steps/0")
+    regraded = page.locator(f"#group-{new_id}")
+    expect(regraded).to_contain_text(f"regrade of {old_id[:8]}")
+    expect(regraded.locator("td.old-score")).to_have_count(4)
+    old = httpx.get(f"{filled['url']}/v1/judgements/{old_id}").json()
+    shown = regraded.locator('tr[data-answer="good"] td.old-score').inner_text()
+    assert shown == f"{old['answers'][0]['score']:.3f}"
+
+
+def test_a_judgement_page_shows_everything_stored(page: Page, filled: dict[str, Any], tmp_path: Path) -> None:
+    judgement_id = filled["ids"][1]  # a group judged under two orders
+    stored = httpx.get(f"{filled['url']}/v1/judgements/{judgement_id}").json()
+    page.goto(f"{filled['url']}/ui/judgements/{judgement_id}")
+    expect(page.locator("#orders li")).to_have_count(2)
+    expect(page.locator(".raw")).to_have_count(len(stored["raw_outputs"]))
+    expect(page.locator(".raw .text").first).to_have_text(stored["raw_outputs"][0])
+    expect(page.locator("main")).to_contain_text(stored["grader_fingerprint"])
+    expect(page.locator('tr[data-answer="html"] .text')).to_have_text(HOSTILE)
+    page.screenshot(path=str(screenshot_dir(tmp_path) / "judgement.png"), full_page=True)
+    page.click(f'a[href="/v1/judgements/{judgement_id}"]')
+    assert f"/v1/judgements/{judgement_id}" in page.url
+
+
+def test_with_api_keys_the_pages_need_a_sign_in_and_keep_the_key_out_of_urls(page: Page, keyed: str) -> None:
+    page.goto(f"{keyed}/ui/runs")
+    expect(page).to_have_url(f"{keyed}/ui/signin?next=%2Fui%2Fruns")
+    page.fill('input[name="key"]', "not-the-key")
+    page.click("button[type=submit]")
+    expect(page.locator(".error")).to_have_text("That key is not valid.")
+    page.fill('input[name="key"]', API_KEY)
+    page.click("button[type=submit]")
+    expect(page).to_have_url(f"{keyed}/ui/runs")
+    expect(page.locator("#runs tbody tr")).to_have_count(1)
+    assert API_KEY not in page.url
+    (session,) = [c for c in page.context.cookies() if c["name"] == "judge_session"]
+    assert session["httpOnly"] and session["sameSite"] == "Strict" and session["path"] == "/ui"
+    assert API_KEY not in session["value"]
+    # The JSON routes keep bearer tokens: the session cookie opens no API route.
+    cookie = {"judge_session": session["value"]}
+    assert httpx.get(f"{keyed}/v1/runs", cookies=cookie).status_code == 401
+    assert httpx.get(f"{keyed}/ui/runs", cookies=cookie).status_code == 200
+    forged = session["value"][:-2] + ("AA" if not session["value"].endswith("AA") else "BB")
+    assert (
+        httpx.get(f"{keyed}/ui/runs", cookies={"judge_session": forged}, follow_redirects=False).status_code
+        == 303
+    )
+
+
+def test_a_sign_in_from_another_site_is_refused(keyed: str) -> None:
+    """No CSRF token (a form posted from elsewhere): 403, no session."""
+    reply = httpx.post(
+        f"{keyed}/ui/signin", data={"key": API_KEY, "next": "/ui/runs"}, follow_redirects=False
+    )
+    assert reply.status_code == 403 and "judge_session" not in reply.cookies
