@@ -167,7 +167,8 @@ def _charts(steps: list[StepFigures]) -> list[dict[str, str]]:
     numbers = [s.step for s in steps]
 
     def chart(key: str, title: str, values: list[float | None], caption: str, **kw: Any) -> dict[str, str]:
-        return {"key": key, "svg": line_chart(Series(title, numbers, values, **kw)), "caption": caption}
+        svg = line_chart(Series(title, numbers, values, **kw))
+        return {"key": key, "title": title, "svg": svg, "caption": caption}
 
     return [
         chart(

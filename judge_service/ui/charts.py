@@ -97,4 +97,4 @@ def _runs(steps: Sequence[int], values: Sequence[float | None]) -> list[list[tup
 
 
 def _fmt(value: float) -> str:
-    return f"{value:.3g}"
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"

@@ -245,3 +245,18 @@ async def test_judge_file_overlaps_groups_and_an_interrupted_run_resumes_complet
     assert all("judgement" in d for d in docs)  # whole lines only
     assert sorted(d["index"] for d in docs) == list(range(12))
     assert all(d["judgement"]["step"] == d["index"] for d in docs)  # each line names its input line
+
+
+async def test_regrade_under_another_decoding_and_expected_marks(tmp_path: Path) -> None:
+    """--decoding and --score-from reach the replayed request: a per-answer regrade scored from expected
+    marks, with a fingerprint of its own."""
+    out = tmp_path / "regraded.jsonl"
+    async with serving(tmp_path, FakeBackend()) as app:
+        (old_id,) = await judge_groups(app, [group(3, run_id="r", step=0)])
+        argv = ("regrade", "--ids", old_id, "--decoding", "per_answer", "--score-from", "expected")
+        assert await regrade(parse(*argv, "--out", str(out)), Recording(app)) == 0
+        (record,) = read_jsonl(out)
+        new, old = await stored(app, record["judgement_id"]), await stored(app, old_id)
+    assert (new["request"]["decoding"], new["request"]["score_from"]) == ("per_answer", "expected")
+    assert new["usage"]["judge_calls"] == 3 and new["grader_fingerprint"] != old["grader_fingerprint"]
+    assert all(a["explanation"].endswith("from expected marks") for a in new["answers"])

@@ -67,6 +67,8 @@ def group(step: int, index: int, **extra: Any) -> dict[str, Any]:
         {"id": "html", "text": HOSTILE},
         {"id": "short", "text": "Click Share."},
         {"id": "wrong", "text": "You cannot share reports."},
+        # An id of its own per group: the fake judge's marks follow ids, so the run's figures vary by step.
+        {"id": f"extra-{step}-{index}", "text": "Ask your admin to share it."},
     ]
     conversation = "How do I share the quarterly report with a client?"
     if (step, index) == (2, 0):

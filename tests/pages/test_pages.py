@@ -82,7 +82,7 @@ def test_a_step_shows_every_answer_with_marks_and_reasons_sorted_and_paged(
     ]
     assert scores == sorted(scores, reverse=True)  # by score, best first
     expect(first.locator(".mark").first).to_contain_text("scripted mark for")  # the judge's reason
-    expect(first.locator("tr.answer .mark")).to_have_count(4 * 4)  # 4 answers x 4 criteria
+    expect(first.locator("tr.answer .mark")).to_have_count(5 * 4)  # 5 answers x 4 criteria
     # The hostile answer is shown as text: its markup visible, nothing executed (the page fixture
     # fails the test on any dialog), no <img> element made from it.
     expect(first.locator('tr[data-answer="html"] .text')).to_contain_text('<script>alert("x")</script>')
@@ -96,7 +96,7 @@ def test_a_step_shows_every_answer_with_marks_and_reasons_sorted_and_paged(
         .first.locator("tr.answer")
         .evaluate_all("rows => rows.map(r => r.dataset.answer)")
     )
-    assert order == ["good", "html", "short", "wrong"]
+    assert order == ["good", "html", "short", "wrong", f"extra-{BUSY_STEP}-0"]
 
 
 def test_an_unscored_answer_stands_out_with_its_error(page: Page, filled: dict[str, Any]) -> None:
@@ -115,7 +115,7 @@ def test_a_regraded_group_shows_old_and_new_scores(page: Page, filled: dict[str,
     page.goto(f"{filled['url']}/ui/runs/{RUN}/steps/0")
     regraded = page.locator(f"#group-{new_id}")
     expect(regraded).to_contain_text(f"regrade of {old_id[:8]}")
-    expect(regraded.locator("td.old-score")).to_have_count(4)
+    expect(regraded.locator("td.old-score")).to_have_count(5)
     old = httpx.get(f"{filled['url']}/v1/judgements/{old_id}").json()
     shown = regraded.locator('tr[data-answer="good"] td.old-score').inner_text()
     assert shown == f"{old['answers'][0]['score']:.3f}"
@@ -166,3 +166,42 @@ def test_a_sign_in_from_another_site_is_refused(keyed: str) -> None:
         f"{keyed}/ui/signin", data={"key": API_KEY, "next": "/ui/runs"}, follow_redirects=False
     )
     assert reply.status_code == 403 and "judge_session" not in reply.cookies
+
+
+def test_a_person_marks_a_group_by_clicks_and_the_run_page_shows_the_agreement(
+    page: Page, filled: dict[str, Any], tmp_path: Path
+) -> None:
+    judgement_id = filled["ids"][3]  # step 1, first group
+    stored = httpx.get(f"{filled['url']}/v1/judgements/{judgement_id}").json()
+    by_score = sorted(stored["answers"], key=lambda a: a["score"], reverse=True)
+    page.goto(f"{filled['url']}/ui/judgements/{judgement_id}")
+    page.fill('input[name="labeler"]', "browser-person")
+    # The person's marks follow the grader's order exactly: 5, 4, 3, 2, 1 from best to worst.
+    for mark, answer in zip((5, 4, 3, 2, 1), by_score, strict=True):
+        page.select_option(f'select[name="mark:{answer["id"]}"]', str(mark))
+    page.click("#label-form button[type=submit]")
+    row = page.locator('#stored-labels tr[data-labeler="browser-person"]')
+    expect(row).to_have_count(1)
+    scores = [a["score"] for a in by_score]
+    ties = len(set(scores)) < len(scores)
+    tau = float(row.locator("td.tau").inner_text())
+    assert tau == 1.0 or ties  # the same order as the grader's (a grader tie lowers tau-b below 1)
+    labels = httpx.get(f"{filled['url']}/v1/judgements/{judgement_id}/labels").json()["items"]
+    assert labels[0]["labeler"] == "browser-person" and labels[0]["scale"] == [1.0, 5.0]
+    page.screenshot(path=str(screenshot_dir(tmp_path) / "labels.png"))
+
+    page.goto(f"{filled['url']}/ui/runs/{RUN}")
+    agreement = page.locator(f'#agreement tr[data-fingerprint="{stored["grader_fingerprint"]}"]')
+    expect(agreement).to_have_count(1)
+    expect(agreement.locator("td.accuracy")).not_to_have_text("–")
+    agreement.locator("a.worst").first.click()
+    assert page.url.endswith("#labels")
+
+
+def test_a_label_form_without_its_token_changes_nothing(filled: dict[str, Any]) -> None:
+    judgement_id = filled["ids"][4]
+    reply = httpx.post(
+        f"{filled['url']}/ui/judgements/{judgement_id}/labels", data={"mark:good": "5", "labeler": "forger"}
+    )
+    assert reply.status_code == 403
+    assert httpx.get(f"{filled['url']}/v1/judgements/{judgement_id}/labels").json()["items"] == []
