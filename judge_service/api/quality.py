@@ -131,6 +131,7 @@ async def get_labels(judgement_id: JudgementId, service: ServiceDep) -> StoredLa
     "/runs/{run_id}/labels",
     response_model=StoredLabels,
     summary="A run's human labels; format=jsonl gives the file `judge-service agreement --human` reads",
+    responses={200: {"content": {"application/x-ndjson": {"schema": {"type": "string"}}}}},
 )
 async def run_labels(
     run_id: RunId,
