@@ -88,15 +88,25 @@ async def _one(service: Any) -> dict[str, Any]:
         "reasons": len(reasons),
         "reasons_with_a_word": sum(1 for r in reasons if A_WORD.search(r)),
         "scores": {a.id: a.score for a in response.answers},
+        # The same judgement scored from expected marks (score_from=expected), for comparison.
+        "expected_scores": {a.id: _expected_score(a) for a in response.answers},
         "unscored": {a.id: a.error for a in response.answers if a.status == "unscored"},
         "reason_sample": reasons[:4],
     }
 
 
+def _expected_score(answer: Any) -> float | None:
+    marks = list((answer.criteria or {}).values())
+    if not marks or any(m.expected_mark is None for m in marks):
+        return None
+    return round(sum((m.expected_mark - 1) / 4 for m in marks) / len(marks), 4)
+
+
 def _line(run: dict[str, Any]) -> str:
     return (
         f"{run['latency_s']} s, {run['completion_tokens']} completion tokens, "
-        f"{run['reasons_with_a_word']}/{run['reasons']} reasons with a word, scores {run['scores']}"
+        f"{run['reasons_with_a_word']}/{run['reasons']} reasons with a word, scores {run['scores']}, "
+        f"from expected marks {run['expected_scores']}"
     )
 
 
