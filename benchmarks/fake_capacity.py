@@ -272,7 +272,7 @@ async def _stage_breakdown(args: argparse.Namespace, tmp: Path) -> dict[str, Any
     from judge_service.backends.fake import FakeBackend
     from judge_service.judging.llm.criteria import resolve_criteria
     from judge_service.judging.llm.parser import output_schema, parse_judgement
-    from judge_service.judging.llm.prompt import PromptRenderer
+    from judge_service.judging.llm.prompt import GroupContent, PromptRenderer
     from judge_service.schemas import JudgeRequest, JudgeResponse, StoredJudgement
     from judge_service.store.sqlite import SqliteJudgementStore
 
@@ -312,7 +312,7 @@ async def _stage_breakdown(args: argparse.Namespace, tmp: Path) -> dict[str, Any
     criteria = resolve_criteria(None)
     names = [c.name for c in criteria]
     ids = [f"ans-{i}" for i in range(args.answers)]
-    reason_chars = settings.reason_max_chars
+    reason_chars = settings.resolved_reason_max_chars()
     timed(
         "validate JudgeRequest (model_validate_json)",
         lambda i: JudgeRequest.model_validate_json(raw_bodies[i % len(raw_bodies)]),
@@ -320,11 +320,13 @@ async def _stage_breakdown(args: argparse.Namespace, tmp: Path) -> dict[str, Any
     timed(
         "render prompt (Jinja2)",
         lambda i: renderer.render(
-            conversation=requests[i].conversation,
-            reference=requests[i].reference,
-            answers=requests[i].answers,
-            criteria=criteria,
-            reason_max_chars=reason_chars,
+            GroupContent(
+                conversation=requests[i].conversation,
+                reference=requests[i].reference,
+                answers=requests[i].answers,
+                criteria=criteria,
+                reason_max_chars=reason_chars,
+            )
         ),
     )
     timed("output_schema", lambda i: output_schema(ids, names, reason_chars))

@@ -312,7 +312,7 @@ def estimate_tokens(args: argparse.Namespace, tokenizer_dir: Path) -> dict[str, 
         from judge_service.config import Settings
         from judge_service.judging.llm.criteria import resolve_criteria
         from judge_service.judging.llm.parser import max_output_tokens
-        from judge_service.judging.llm.prompt import PromptRenderer
+        from judge_service.judging.llm.prompt import GroupContent, PromptRenderer
         from judge_service.schemas import JudgeRequest
 
         settings = Settings()
@@ -324,11 +324,13 @@ def estimate_tokens(args: argparse.Namespace, tokenizer_dir: Path) -> dict[str, 
 
         def count(answers: list[Any]) -> int:
             prompt = renderer.render(
-                conversation=request.conversation,
-                reference=request.reference,
-                answers=answers,
-                criteria=criteria,
-                reason_max_chars=args.reason_chars,
+                GroupContent(
+                    conversation=request.conversation,
+                    reference=request.reference,
+                    answers=answers,
+                    criteria=criteria,
+                    reason_max_chars=args.reason_chars,
+                )
             )
             text = "".join(m["content"] for m in prompt.messages)
             return len(tokenizer.encode(text).ids) + 12  # + chat template markers

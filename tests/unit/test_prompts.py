@@ -9,7 +9,7 @@ import pytest
 
 from judge_service.config import PACKAGED_PROMPTS
 from judge_service.judging.llm.criteria import DEFAULT_CRITERIA
-from judge_service.judging.llm.prompt import PromptRenderer
+from judge_service.judging.llm.prompt import GroupContent, PromptRenderer
 from judge_service.schemas import Answer, ChatMessage
 
 PROMPTS = PACKAGED_PROMPTS
@@ -24,11 +24,13 @@ def _render(
     renderer: PromptRenderer, answers: list[Answer], reference: str = "Paris."
 ) -> list[dict[str, str]]:
     return renderer.render(
-        conversation=[ChatMessage(role="user", content="What is the capital of France?")],
-        reference=reference,
-        answers=answers,
-        criteria=list(DEFAULT_CRITERIA),
-        reason_max_chars=120,
+        GroupContent(
+            conversation=[ChatMessage(role="user", content="What is the capital of France?")],
+            reference=reference,
+            answers=answers,
+            criteria=list(DEFAULT_CRITERIA),
+            reason_max_chars=120,
+        )
     ).messages
 
 
@@ -94,14 +96,18 @@ def test_the_cached_system_prompt_follows_the_rubric(renderer: PromptRenderer) -
     default = _render(renderer, answers)[0]["content"]
     reworded = [DEFAULT_CRITERIA[0].model_copy(update={"mark_5": "spotless"}), *DEFAULT_CRITERIA[1:]]
     other = renderer.render(
-        conversation=conversation, reference="r", answers=answers, criteria=reworded, reason_max_chars=120
+        GroupContent(
+            conversation=conversation, reference="r", answers=answers, criteria=reworded, reason_max_chars=120
+        )
     ).messages[0]["content"]
     shorter = renderer.render(
-        conversation=conversation,
-        reference="r",
-        answers=answers,
-        criteria=list(DEFAULT_CRITERIA),
-        reason_max_chars=40,
+        GroupContent(
+            conversation=conversation,
+            reference="r",
+            answers=answers,
+            criteria=list(DEFAULT_CRITERIA),
+            reason_max_chars=40,
+        )
     ).messages[0]["content"]
     assert "spotless" in other and "spotless" not in default
     assert "at most 40 characters" in shorter and "at most 120 characters" in default

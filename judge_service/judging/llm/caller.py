@@ -35,7 +35,7 @@ from judge_service.judging.llm.parser import (
     parse_answer,
     parse_judgement,
 )
-from judge_service.judging.llm.prompt import Decoding, PromptRenderer, RenderedPrompt
+from judge_service.judging.llm.prompt import Decoding, GroupContent, PromptRenderer, RenderedPrompt
 from judge_service.metrics import JudgeMetrics
 from judge_service.schemas import Answer, ChatMessage, Criterion, ScoreFrom, Usage
 
@@ -49,7 +49,7 @@ class JudgeSettings:
     shuffle_answers: bool = True  # show answers in a seeded shuffled order (orders.py)
     decoding: Decoding = "group"  # the default of requests that name none (module docstring)
     score_from: ScoreFrom = "mark"  # the default of requests that name none (judge.py)
-    reason_words: bool = False  # constrain reasons to words (parser.REASON_WORDS_PATTERN)
+    reason_words: bool = False  # constrain reasons to words (parser.reason_words_pattern)
     # Alternatives asked per generated token, for expected marks (expected.py); 0: not asked.
     mark_logprobs: int = 10
 
@@ -132,19 +132,13 @@ class JudgeCaller:
         s = self._settings
         names = [c.name for c in criteria]
         ids = [a.id for a in answers]
-        common = {
-            "conversation": conversation,
-            "reference": reference,
-            "answers": answers,
-            "criteria": criteria,
-            "reason_max_chars": s.reason_max_chars,
-        }
+        group = GroupContent(conversation, reference, answers, criteria, s.reason_max_chars)
         if decoding == "group":
-            prompt = self._renderer.render(**common)  # type: ignore[arg-type]
+            prompt = self._renderer.render(group)
             schema = output_schema(ids, names, s.reason_max_chars, reason_words=s.reason_words)
             request = await self._request(prompt, schema, len(ids), len(names), request_id, group_id, None)
             return [JudgeCall(request, tuple(ids))]
-        prompts = self._renderer.render_per_answer(**common)  # type: ignore[arg-type]
+        prompts = self._renderer.render_per_answer(group)
         schema = answer_schema(names, s.reason_max_chars, reason_words=s.reason_words)
         requests = await asyncio.gather(
             *(

@@ -29,6 +29,17 @@ _PARTS: dict[Decoding, tuple[str, str]] = {
 
 
 @dataclass(frozen=True)
+class GroupContent:
+    """What a prompt shows: the group in the order the judge sees it, the rubric and the reason bound."""
+
+    conversation: list[ChatMessage]
+    reference: str
+    answers: list[Answer]
+    criteria: list[Criterion]
+    reason_max_chars: int
+
+
+@dataclass(frozen=True)
 class RenderedPrompt:
     messages: list[dict[str, str]]
     version: str  # "<template>@<sha256 prefix of the template files>"
@@ -69,56 +80,40 @@ class PromptRenderer:
             raise FileNotFoundError(f"prompt template {self._folder.name} lacks {parts}")
         return self._versions[decoding]
 
-    def render(
-        self,
-        *,
-        conversation: list[ChatMessage],
-        reference: str,
-        answers: list[Answer],
-        criteria: list[Criterion],
-        reason_max_chars: int,
-    ) -> RenderedPrompt:
+    def render(self, group: GroupContent) -> RenderedPrompt:
         """The group decoding's prompt: every answer, marked in one reply."""
-        system = self._system_for("group", tuple(criteria), reason_max_chars)
+        system = self._system_for("group", tuple(group.criteria), group.reason_max_chars)
         user = self._templates["group"][1].render(
-            conversation=conversation, reference=reference, answers=answers, criteria=criteria
+            conversation=group.conversation,
+            reference=group.reference,
+            answers=group.answers,
+            criteria=group.criteria,
         )
         return RenderedPrompt(
             messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
             version=self.version,
         )
 
-    def render_per_answer(
-        self,
-        *,
-        conversation: list[ChatMessage],
-        reference: str,
-        answers: list[Answer],
-        criteria: list[Criterion],
-        reason_max_chars: int,
-    ) -> list[RenderedPrompt]:
+    def render_per_answer(self, group: GroupContent) -> list[RenderedPrompt]:
         """The per-answer decoding's prompts, one per answer in the order shown, each naming its answer."""
         version = self.version_of("per_answer")
-        system = self._system_for("per_answer", tuple(criteria), reason_max_chars)
+        system = self._system_for("per_answer", tuple(group.criteria), group.reason_max_chars)
         user = self._templates["per_answer"][1]
+        shown = {
+            "conversation": group.conversation,
+            "reference": group.reference,
+            "answers": group.answers,
+            "criteria": group.criteria,
+        }
         return [
             RenderedPrompt(
                 messages=[
                     {"role": "system", "content": system},
-                    {
-                        "role": "user",
-                        "content": user.render(
-                            conversation=conversation,
-                            reference=reference,
-                            answers=answers,
-                            criteria=criteria,
-                            target=target.id,
-                        ),
-                    },
+                    {"role": "user", "content": user.render(**shown, target=target.id)},
                 ],
                 version=version,
             )
-            for target in answers
+            for target in group.answers
         ]
 
     def _render_system(
