@@ -68,13 +68,11 @@ def scores_of(stored: StoredJudgement, score_from: ScoreFrom) -> dict[str, tuple
     for answer in stored.answers:
         if answer.status != "scored" or answer.criteria is None:
             continue
-        marks = answer.criteria
-        values = {
-            c.name: marks[c.name].expected_mark
-            if score_from == "expected" and marks[c.name].expected_mark is not None
-            else marks[c.name].mark
-            for c in criteria
-        }
+        values: dict[str, float] = {}
+        for c in criteria:
+            mark = answer.criteria[c.name]
+            expected = mark.expected_mark if score_from == "expected" else None
+            values[c.name] = expected if expected is not None else mark.mark
         overall = sum((values[c.name] - 1) / 4 * c.weight for c in criteria) / total
         result[answer.id] = (shown.index(answer.id), overall)
     return result
