@@ -91,6 +91,10 @@ async def _main(args: argparse.Namespace) -> int:
                 pages = [
                     ("step page, 512 groups x 8 answers (first 20 groups)", "/ui/runs/big-step/steps/0"),
                     ("run page, 1,000 steps", "/ui/runs/long-run"),
+                    (
+                        "run page, one step of 512 groups (its calibration reads them all)",
+                        "/ui/runs/big-step",
+                    ),
                     ("runs page", "/ui/runs"),
                     ("judgement page, 8 answers", f"/ui/judgements/{judgement.judgement_id}"),
                     ("steps JSON, 1,000 steps", "/v1/runs/long-run/steps"),

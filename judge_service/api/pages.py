@@ -151,10 +151,6 @@ async def run_page(
     )
 
 
-def _json_steps_url(run_id: str, query: dict[str, Any]) -> str:
-    return f"/v1/runs/{run_id}/steps?" + urlencode({k: v for k, v in query.items() if v is not None})
-
-
 def _step_bound(raw: str | None, name: str) -> int | None:
     if raw is None or raw.strip() == "":
         return None
