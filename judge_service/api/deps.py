@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Path, Request
 
 from judge_service.assembly import MemberAssembly
 from judge_service.metrics import JudgeMetrics
+from judge_service.schemas import MAX_STEP, RUN_ID_PATTERN
 from judge_service.service import JudgeService
 
 
@@ -32,3 +33,8 @@ async def _metrics(request: Request) -> JudgeMetrics:
 ServiceDep = Annotated[JudgeService, Depends(_service)]
 MetricsDep = Annotated[JudgeMetrics, Depends(_metrics)]
 AssemblyDep = Annotated[MemberAssembly, Depends(_assembly)]
+
+# Path parameters the JSON routes and the pages share.
+JudgementId = Annotated[str, Path(pattern=r"^[0-9a-f]{32}$", description="judgement_id from a judge reply")]
+RunId = Annotated[str, Path(pattern=RUN_ID_PATTERN)]
+StepNumber = Annotated[int, Path(ge=0, le=MAX_STEP)]

@@ -15,17 +15,16 @@ from typing import Annotated, Any
 from urllib.parse import urlencode
 
 import jinja2
-from fastapi import APIRouter, Form, Path, Query, Request
+from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from judge_service.api.auth import PAGES, KeyRing, caller_of, cookie
-from judge_service.api.deps import ServiceDep
-from judge_service.api.quality import ANONYMOUS, labelled_agreement
+from judge_service.api.deps import JudgementId, RunId, ServiceDep, StepNumber
 from judge_service.errors import InvalidGroupError
 from judge_service.quality.agreement import agreement
 from judge_service.quality.calibration import calibrate
-from judge_service.quality.labels import labels_for
-from judge_service.quality.sources import run_groups
+from judge_service.quality.labels import ANONYMOUS, labels_for
+from judge_service.quality.sources import run_agreement_report, run_groups
 from judge_service.schemas import (
     MAX_STEP,
     MAX_STEPS_PAGE,
@@ -43,9 +42,6 @@ TEMPLATES = FilePath(__file__).resolve().parent.parent / "ui" / "templates"
 GROUPS_PER_PAGE = 20
 TABLE_STEPS = 100
 
-RunId = Annotated[str, Path(pattern=RUN_ID_PATTERN)]
-Step = Annotated[int, Path(ge=0, le=MAX_STEP)]
-JudgementId = Annotated[str, Path(pattern=r"^[0-9a-f]{32}$")]
 MARK_FIELD = "mark:"  # the label form's field per answer: mark:<answer id>
 
 
@@ -124,7 +120,7 @@ async def run_page(
     if calibration_step is not None:
         groups = await run_groups(service, run_id, step=calibration_step, fingerprint=fingerprint)
         calibration = calibrate(groups) if groups else None
-    agreements = await labelled_agreement(service, run_id)
+    agreements = await run_agreement_report(service, run_id)
     query = {"from": first, "to": last, "fingerprint": fingerprint}
     next_range = urlencode(
         {k: v for k, v in {**query, "from": steps[-1].step + 1 if steps else None}.items() if v is not None}
@@ -227,7 +223,7 @@ def _tokens(step: StepFigures) -> float | None:
 @router.get("/runs/{run_id}/steps/{step}", response_class=HTMLResponse)
 async def step_page(
     run_id: RunId,
-    step: Step,
+    step: StepNumber,
     service: ServiceDep,
     sort: Annotated[str, Query(pattern=r"^(score|sent)$")] = "score",
     cursor: Annotated[str | None, Query(max_length=64)] = None,

@@ -5,19 +5,18 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Query, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import PlainTextResponse
 
 from judge_service.api.auth import caller_of
-from judge_service.api.deps import ServiceDep
+from judge_service.api.deps import JudgementId, RunId, ServiceDep
 from judge_service.api.headers import idempotency_key_header
 from judge_service.errors import InvalidGroupError, NotFoundError
 from judge_service.quality.agreement import AgreementReport, agreement
 from judge_service.quality.calibration import CalibrationReport, calibrate
-from judge_service.quality.labels import agreement_by_fingerprint, labels_for
-from judge_service.quality.sources import JudgementGetter, index_for_labels, run_groups
+from judge_service.quality.labels import ANONYMOUS, labels_for
+from judge_service.quality.sources import JudgementGetter, index_for_labels, run_agreement_report, run_groups
 from judge_service.schemas import (
-    RUN_ID_PATTERN,
     AgreementRequest,
     CalibrationRequest,
     ErrorResponse,
@@ -100,11 +99,6 @@ async def regrade(
     return await service.regrade(request, idempotency_key=idempotency_key, caller=caller_of(http.scope))
 
 
-JudgementId = Annotated[str, Path(pattern=r"^[0-9a-f]{32}$", description="judgement_id from a judge reply")]
-RunId = Annotated[str, Path(pattern=RUN_ID_PATTERN)]
-ANONYMOUS = "anonymous"
-
-
 @router.put(
     "/judgements/{judgement_id}/labels",
     response_model=StoredLabels,
@@ -151,11 +145,4 @@ async def run_labels(
     summary="How well each grader fingerprint agrees with the run's human labels",
 )
 async def run_agreement(run_id: RunId, service: ServiceDep) -> list[FingerprintAgreement]:
-    return await labelled_agreement(service, run_id)
-
-
-async def labelled_agreement(service: JudgeService, run_id: str) -> list[FingerprintAgreement]:
-    labels = await service.run_labels(run_id)
-    ids = sorted({label.judgement_id for label in labels if label.judgement_id})
-    judgements = [await service.get(i) for i in ids] + await service.regrades_of(ids)
-    return agreement_by_fingerprint(labels, judgements)
+    return await run_agreement_report(service, run_id)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, Request
+from fastapi import APIRouter, Query, Request
 
 from judge_service.api.auth import caller_of
-from judge_service.api.deps import AssemblyDep, ServiceDep
+from judge_service.api.deps import AssemblyDep, JudgementId, RunId, ServiceDep
 from judge_service.api.headers import idempotency_key_header
 from judge_service.schemas import (
     MAX_RUNS_PAGE,
@@ -32,9 +32,6 @@ _ERRORS: dict[int | str, dict[str, object]] = {
 }
 
 router = APIRouter(prefix="/v1", responses=_ERRORS)
-
-JudgementId = Annotated[str, Path(pattern=r"^[0-9a-f]{32}$", description="judgement_id from a judge reply")]
-RunId = Annotated[str, Path(pattern=RUN_ID_PATTERN)]
 
 
 IdempotencyKeyHeader = Annotated[

@@ -17,6 +17,7 @@ from judge_service.quality.agreement import agreement
 from judge_service.schemas import FingerprintAgreement, HumanLabels, LabelsRequest, StoredJudgement
 
 WORST_SHOWN = 5
+ANONYMOUS = "anonymous"  # the labeler of labels sent without a name or an API key
 
 
 def labels_for(judgement: StoredJudgement, request: LabelsRequest, *, labeler: str) -> HumanLabels:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from judge_service.quality.agreement import HumanLabels, JudgementIndex
-from judge_service.schemas import JudgementPage, JudgeResponse
+from judge_service.quality.labels import agreement_by_fingerprint
+from judge_service.schemas import FingerprintAgreement, JudgementPage, JudgeResponse, StoredJudgement
 
 PAGE_SIZE = 500  # the largest page the HTTP API serves
 _FETCH_CONCURRENCY = 16
@@ -69,13 +70,40 @@ async def index_for_labels(
         async for item in iter_run(lister, run_id, step=step, fingerprint=fingerprint):
             index.add(item.model_dump(mode="json"))
     ids = list(dict.fromkeys(label.judgement_id for label in labels if label.judgement_id is not None))
-    gate = asyncio.Semaphore(_FETCH_CONCURRENCY)
-
-    async def fetch(judgement_id: str) -> Mapping[str, Any] | None:
-        async with gate:
-            return await get(judgement_id)
-
-    for doc in await asyncio.gather(*(fetch(i) for i in ids)):
+    for doc in await _fetch_all(get, ids):
         if doc is not None:
             index.add(doc)
     return index
+
+
+T = TypeVar("T")
+
+
+async def _fetch_all(get: Callable[[str], Awaitable[T]], ids: Sequence[str]) -> list[T]:
+    """get(id) for every id, at most _FETCH_CONCURRENCY at once, in order."""
+    gate = asyncio.Semaphore(_FETCH_CONCURRENCY)
+
+    async def fetch(judgement_id: str) -> T:
+        async with gate:
+            return await get(judgement_id)
+
+    return list(await asyncio.gather(*(fetch(i) for i in ids)))
+
+
+class LabelledRunReader(Protocol):
+    """What the agreement of a run's labels reads (JudgeService offers it)."""
+
+    async def run_labels(self, run_id: str) -> list[HumanLabels]: ...
+
+    async def get(self, judgement_id: str) -> StoredJudgement: ...
+
+    async def regrades_of(self, judgement_ids: list[str]) -> list[StoredJudgement]: ...
+
+
+async def run_agreement_report(reader: LabelledRunReader, run_id: str) -> list[FingerprintAgreement]:
+    """Per grader fingerprint, the agreement with the run's labels of the labelled judgements and their
+    regrades (quality/labels.py)."""
+    labels = await reader.run_labels(run_id)
+    ids = sorted({label.judgement_id for label in labels if label.judgement_id})
+    judgements = await _fetch_all(reader.get, ids) + await reader.regrades_of(ids)
+    return agreement_by_fingerprint(labels, judgements)
