@@ -13,6 +13,7 @@ import base64
 import binascii
 import json
 import re
+from datetime import UTC, datetime
 
 from judge_service.errors import InvalidGroupError
 from judge_service.schemas import STORED, JudgeResponse, StoredJudgement
@@ -33,6 +34,11 @@ ROW_COLUMNS = (
     " order_sensitivity, prompt_tokens, completion_tokens, judge_ms"
 )
 ROW_WIDTH = ROW_COLUMNS.count(",") + 1
+
+
+def now_text() -> str:
+    """The time now as both stores keep timestamps: ISO 8601 in UTC."""
+    return datetime.now(UTC).isoformat()
 
 
 def document(judgement: StoredJudgement) -> str:

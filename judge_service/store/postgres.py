@@ -25,7 +25,6 @@ import functools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
-from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import psycopg
@@ -70,16 +69,6 @@ _CLAIM = (
     f" WHERE c.lease_until < {_NOW} OR c.owner = excluded.owner"
     " RETURNING owner"
 )
-
-
-_UPSERT_LABELS = (
-    "INSERT INTO human_labels (judgement_id, labeler, run_id, doc, updated_at) VALUES (%s, %s, %s, %s, %s)"
-    " ON CONFLICT (judgement_id, labeler) DO UPDATE SET doc = excluded.doc, updated_at = excluded.updated_at"
-)
-
-
-def _now_text() -> str:
-    return datetime.now(UTC).isoformat()
 
 
 class PostgresJudgementStore:
@@ -179,7 +168,7 @@ class PostgresJudgementStore:
             await conn.execute(todo[0].script(POSTGRES))  # no parameters: several statements may run
             await conn.execute(
                 "INSERT INTO schema_migrations (name, applied_at) VALUES (%s, %s)",
-                (todo[0].name, datetime.now(UTC).isoformat()),
+                (todo[0].name, codec.now_text()),
             )
             return todo[0].name
 
@@ -427,16 +416,16 @@ class PostgresJudgementStore:
         return await self._run(select)
 
     async def save_labels(self, labels: HumanLabels, *, run_id: str | None) -> None:
-        row = (labels.judgement_id, labels.labeler or "", run_id, labels.model_dump_json(), _now_text())
+        row = run_views.labels_row(labels, run_id)
 
         async def save(conn: psycopg.AsyncConnection[Any]) -> None:
             async with conn.transaction():
-                await conn.execute(_UPSERT_LABELS, row)
+                await conn.execute(run_views.upsert_labels_sql("%s"), row)
 
         await self._run(save)
 
     async def labels_of(self, judgement_id: str) -> list[HumanLabels]:
-        sql = "SELECT doc FROM human_labels WHERE judgement_id = %s ORDER BY labeler"
+        sql = run_views.labels_of_sql("%s")
 
         async def select(conn: psycopg.AsyncConnection[Any]) -> list[HumanLabels]:
             rows = await (await conn.execute(sql, (judgement_id,))).fetchall()
@@ -445,10 +434,7 @@ class PostgresJudgementStore:
         return await self._run(select)
 
     async def run_labels(self, run_id: str, *, limit: int = 10_000) -> list[HumanLabels]:
-        sql = (
-            "SELECT l.doc FROM human_labels l JOIN judgements j ON j.judgement_id = l.judgement_id"
-            " WHERE l.run_id = %s ORDER BY j.id, l.labeler LIMIT %s"
-        )
+        sql = run_views.run_labels_sql("%s")
 
         async def select(conn: psycopg.AsyncConnection[Any]) -> list[HumanLabels]:
             rows = await (await conn.execute(sql, (run_id, limit))).fetchall()
@@ -459,8 +445,7 @@ class PostgresJudgementStore:
     async def regrades_of(self, judgement_ids: list[str]) -> list[StoredJudgement]:
         if not judgement_ids:
             return []
-        marks = ", ".join(["%s"] * len(judgement_ids))
-        sql = f"SELECT doc FROM judgements WHERE regrade_of IN ({marks}) ORDER BY id"
+        sql = run_views.regrades_of_sql("%s", len(judgement_ids))
 
         async def select(conn: psycopg.AsyncConnection[Any]) -> list[StoredJudgement]:
             rows = await (await conn.execute(sql, judgement_ids)).fetchall()

@@ -1,4 +1,5 @@
-"""The run views' queries, shared by both stores: runs with their totals, and a run's figures by step.
+"""The run views' queries, shared by both stores: runs with their totals, a run's figures by step, and the
+human labels and regrades the run pages compare graders with.
 
 Everything is aggregated in SQL from the per-judgement summary columns (migration m005, codec.summary),
 so a run of 1,000 steps x 512 groups is summed by the database, never parsed document by document.
@@ -12,7 +13,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from judge_service.schemas import FingerprintCount, RunPage, RunSteps, RunSummary, StepFigures
+from judge_service.schemas import FingerprintCount, HumanLabels, RunPage, RunSteps, RunSummary, StepFigures
+from judge_service.store.codec import now_text
 
 
 def runs_sql(p: str, *, one: bool = False) -> str:
@@ -64,6 +66,36 @@ def steps_params(
         params.append(fingerprint)
     params.append(limit + 1)
     return params
+
+
+def upsert_labels_sql(p: str) -> str:
+    """One labeler's labels for a judgement, replacing that labeler's earlier ones (labels_row's values)."""
+    return (
+        "INSERT INTO human_labels (judgement_id, labeler, run_id, doc, updated_at)"
+        f" VALUES ({p}, {p}, {p}, {p}, {p}) ON CONFLICT (judgement_id, labeler)"
+        " DO UPDATE SET doc = excluded.doc, updated_at = excluded.updated_at"
+    )
+
+
+def labels_row(labels: HumanLabels, run_id: str | None) -> tuple[object, ...]:
+    return (labels.judgement_id, labels.labeler or "", run_id, labels.model_dump_json(), now_text())
+
+
+def labels_of_sql(p: str) -> str:
+    return f"SELECT doc FROM human_labels WHERE judgement_id = {p} ORDER BY labeler"
+
+
+def run_labels_sql(p: str) -> str:
+    """A run's labels, oldest judgement first (params: run id, limit)."""
+    return (
+        "SELECT l.doc FROM human_labels l JOIN judgements j ON j.judgement_id = l.judgement_id"
+        f" WHERE l.run_id = {p} ORDER BY j.id, l.labeler LIMIT {p}"
+    )
+
+
+def regrades_of_sql(p: str, ids: int) -> str:
+    marks = ", ".join([p] * ids)
+    return f"SELECT doc FROM judgements WHERE regrade_of IN ({marks}) ORDER BY id"
 
 
 def run_page(

@@ -20,7 +20,6 @@ import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
@@ -104,16 +103,6 @@ def _integrity_error(exc: sqlite3.IntegrityError, pending: PendingSave) -> Excep
     """The error one save() raises for its row's constraint violation (the key is handled by ON CONFLICT,
     so the only unique column left to break is the judgement id)."""
     return ValueError(f"judgement {pending.judgement_id!r} is already stored; ids must be unique ({exc})")
-
-
-_UPSERT_LABELS = (
-    "INSERT INTO human_labels (judgement_id, labeler, run_id, doc, updated_at) VALUES (?, ?, ?, ?, ?)"
-    " ON CONFLICT (judgement_id, labeler) DO UPDATE SET doc = excluded.doc, updated_at = excluded.updated_at"
-)
-
-
-def _now_text() -> str:
-    return datetime.now(UTC).isoformat()
 
 
 class SqliteJudgementStore:
@@ -213,7 +202,7 @@ class SqliteJudgementStore:
     def _record(conn: sqlite3.Connection, name: str) -> None:
         conn.execute(
             "INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)",
-            (name, datetime.now(UTC).isoformat()),
+            (name, codec.now_text()),
         )
 
     async def close(self) -> None:
@@ -419,33 +408,29 @@ class SqliteJudgementStore:
         return await self._run(select)
 
     async def save_labels(self, labels: HumanLabels, *, run_id: str | None) -> None:
-        row = (labels.judgement_id, labels.labeler or "", run_id, labels.model_dump_json(), _now_text())
+        row = run_views.labels_row(labels, run_id)
 
         def save() -> None:
             conn = self._connection()
             with _write_transaction(conn):
-                conn.execute(_UPSERT_LABELS, row)
+                conn.execute(run_views.upsert_labels_sql("?"), row)
 
         await self._run(save)
 
     async def labels_of(self, judgement_id: str) -> list[HumanLabels]:
-        sql = "SELECT doc FROM human_labels WHERE judgement_id = ? ORDER BY labeler"
+        sql = run_views.labels_of_sql("?")
         rows = await self._run(lambda: self._connection().execute(sql, (judgement_id,)).fetchall())
         return [HumanLabels.model_validate_json(doc) for (doc,) in rows]
 
     async def run_labels(self, run_id: str, *, limit: int = 10_000) -> list[HumanLabels]:
-        sql = (
-            "SELECT l.doc FROM human_labels l JOIN judgements j ON j.judgement_id = l.judgement_id"
-            " WHERE l.run_id = ? ORDER BY j.id, l.labeler LIMIT ?"
-        )
+        sql = run_views.run_labels_sql("?")
         rows = await self._run(lambda: self._connection().execute(sql, (run_id, limit)).fetchall())
         return [HumanLabels.model_validate_json(doc) for (doc,) in rows]
 
     async def regrades_of(self, judgement_ids: list[str]) -> list[StoredJudgement]:
         if not judgement_ids:
             return []
-        marks = ", ".join(["?"] * len(judgement_ids))
-        sql = f"SELECT doc FROM judgements WHERE regrade_of IN ({marks}) ORDER BY id"
+        sql = run_views.regrades_of_sql("?", len(judgement_ids))
         rows = await self._run(lambda: self._connection().execute(sql, judgement_ids).fetchall())
         return [codec.load_judgement(doc) for (doc,) in rows]
 
