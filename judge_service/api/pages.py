@@ -20,7 +20,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from judge_service.api.auth import PAGES, KeyRing, caller_of, cookie
 from judge_service.api.deps import JudgementId, RunId, ServiceDep, StepNumber
-from judge_service.errors import InvalidGroupError
+from judge_service.errors import InvalidGroupError, NotFoundError
 from judge_service.quality.agreement import agreement
 from judge_service.quality.calibration import calibrate
 from judge_service.quality.labels import ANONYMOUS, labels_for
@@ -33,6 +33,7 @@ from judge_service.schemas import (
     StepFigures,
     StoredJudgement,
 )
+from judge_service.service import JudgeService
 from judge_service.ui.charts import Series, line_chart
 from judge_service.ui.session import CSRF_COOKIE, SESSION_COOKIE, SESSION_S, new_csrf_seed
 
@@ -246,24 +247,31 @@ async def step_page(
     )
 
 
-async def _original(service: Any, stored: StoredJudgement) -> StoredJudgement | None:
+async def _original(service: JudgeService, stored: StoredJudgement) -> StoredJudgement | None:
     if stored.regrade_of is None:
         return None
     try:
-        found: StoredJudgement = await service.get(stored.regrade_of)
-    except Exception:  # the original may be gone; the regrade still shows
+        return await service.get(stored.regrade_of)
+    except NotFoundError:  # the original may be gone; the regrade still shows
         return None
-    return found
 
 
 def _group_view(stored: StoredJudgement, old: StoredJudgement | None, sort: str) -> dict[str, Any]:
+    answers = _answer_rows(stored, old=old, by_score=sort == "score")
+    return {"judgement": stored, "request": stored.request, "answers": answers, "old": old}
+
+
+def _answer_rows(
+    stored: StoredJudgement, *, old: StoredJudgement | None = None, by_score: bool = False
+) -> list[dict[str, Any]]:
+    """Each answer's result with its text (and its score before a regrade); by score: best first, unscored
+    last, where they stand out."""
     texts = {a.id: a.text for a in stored.request.answers}
     old_scores = {a.id: a.score for a in old.answers} if old is not None else {}
     results = list(stored.answers)
-    if sort == "score":  # best first; unscored last, where they stand out
+    if by_score:
         results.sort(key=lambda a: (a.score is None, -(a.score or 0.0)))
-    answers = [{"result": a, "text": texts.get(a.id, ""), "old_score": old_scores.get(a.id)} for a in results]
-    return {"judgement": stored, "request": stored.request, "answers": answers, "old": old}
+    return [{"result": a, "text": texts.get(a.id, ""), "old_score": old_scores.get(a.id)} for a in results]
 
 
 @router.get("/judgements/{judgement_id}", response_class=HTMLResponse)
@@ -272,11 +280,15 @@ async def judgement_page(judgement_id: JudgementId, request: Request, service: S
 
 
 async def _judgement(
-    request: Request, service: Any, judgement_id: str, *, error: str | None = None, status_code: int = 200
+    request: Request,
+    service: JudgeService,
+    judgement_id: str,
+    *,
+    error: str | None = None,
+    status_code: int = 200,
 ) -> HTMLResponse:
     stored = await service.get(judgement_id)
-    texts = {a.id: a.text for a in stored.request.answers}
-    answers = [{"result": a, "text": texts.get(a.id, "")} for a in stored.answers]
+    answers = _answer_rows(stored)
     labels = await service.labels_of(judgement_id)
     scores = {a.id: a.score for a in stored.answers}
     agreements = [(label, agreement([(label, scores)])) for label in labels]
