@@ -18,6 +18,7 @@ lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-cache
 
 # Both tiers: fast unit/API/backend tests (random order, pytest-randomly), then the engine tier on the
 # real vLLM engine (fixed order: its tests share one engine).

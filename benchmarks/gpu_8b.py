@@ -248,8 +248,8 @@ def build_model_dir(target: Path, tokenizer_dir: Path, smoke: bool) -> dict[str,
 
 
 def default_tokenizer_dir() -> Path:
+    from judge_service.backends.default_model import prepared_model_dir
     from judge_service.config import Settings
-    from judge_service.default_model import prepared_model_dir
 
     return prepared_model_dir(Settings().home_dir)
 

@@ -9,27 +9,28 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from judge_service.admission import GroupAdmission
-from judge_service.api import compat, health, pages, quality, routes
-from judge_service.api.auth import ApiKeyAuth, KeyRing, parse_keys, public_paths
-from judge_service.api.drain import DrainGate, DrainState
+from judge_service.api import health, quality, routes
+from judge_service.api.compat import router as compat
 from judge_service.api.errors import install_error_handlers
-from judge_service.api.limits import BodySizeLimit
-from judge_service.api.request_metrics import RequestMetrics
-from judge_service.assembly import AssemblySettings, GroupAssembly, MemberAssembly
-from judge_service.assembly_shared import SharedGroupAssembly
+from judge_service.api.middleware.auth import ApiKeyAuth, KeyRing, parse_keys, public_paths
+from judge_service.api.middleware.drain import DrainGate, DrainState
+from judge_service.api.middleware.limits import BodySizeLimit
+from judge_service.api.middleware.request_metrics import RequestMetrics
+from judge_service.assembly import AssemblySettings, build_assembly
 from judge_service.backends.base import JudgeBackend
 from judge_service.backends.factory import build_backend
+from judge_service.backends.readiness import Readiness, follow_backend
 from judge_service.config import Settings
+from judge_service.judging.llm.admission import GroupAdmission
 from judge_service.judging.llm.caller import JudgeCaller, JudgeSettings
 from judge_service.judging.llm.judge import LLMJudge
 from judge_service.judging.llm.prompt import PromptRenderer
 from judge_service.judging.registry import GraderRegistry
 from judge_service.metrics import JudgeMetrics
-from judge_service.readiness import Readiness, follow_backend
 from judge_service.service import JudgeService
 from judge_service.store.base import JudgementStore
 from judge_service.store.factory import build_store
+from judge_service.ui import pages, signin
 
 log = logging.getLogger(__name__)
 
@@ -92,11 +93,9 @@ def create_app(
             max_open_groups=settings.member_max_open_groups,
             max_waiting=settings.member_max_waiting,
         )
-        assembly: MemberAssembly
-        if settings.resolved_member_assembly() == "shared":
-            assembly = SharedGroupAssembly(service, judgement_store, metrics, assembly_settings)
-        else:
-            assembly = GroupAssembly(service, metrics, assembly_settings)
+        assembly = build_assembly(
+            settings.resolved_member_assembly(), service, judgement_store, metrics, assembly_settings
+        )
         app.state.assembly = assembly
         drain.reopen()
         following = asyncio.create_task(
@@ -110,7 +109,7 @@ def create_app(
         )
 
         async def shut_down() -> None:
-            """Drain: on the first stop signal with the listener still open (serving.py), and again,
+            """Drain: on the first stop signal with the listener still open (server/draining.py), and again,
             at once, when the lifespan ends."""
             await assembly.shut_down()  # members still waiting for their group get 503 and retry
             await drain.drain(settings.drain_timeout_s)  # groups in flight finish and are stored
@@ -142,6 +141,7 @@ def create_app(
     app.add_middleware(RequestMetrics, metrics=metrics)
     app.include_router(routes.router)
     app.include_router(pages.router)
+    app.include_router(signin.router)
     app.include_router(health.router)
     app.include_router(quality.router)
     app.include_router(compat.router)

@@ -18,7 +18,7 @@ def main(argv: list[str] | None = None) -> int:
     serve = commands.add_parser("serve", help="run the HTTP service (settings from JUDGE_* variables)")
     serve.add_argument("--host", help="overrides JUDGE_HOST")
     serve.add_argument("--port", type=int, help="overrides JUDGE_PORT")
-    serve.add_argument("--listen-fd", type=int, help=argparse.SUPPRESS)  # a worker (serving.py)
+    serve.add_argument("--listen-fd", type=int, help=argparse.SUPPRESS)  # a worker (server/workers.py)
     commands.add_parser("prepare-model", help="prepare the embedded default model and print its folder")
     commands.add_parser(
         "migrate",
@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     settings = Settings()
     if args.command == "prepare-model":
-        from judge_service.default_model import prepared_model_dir
+        from judge_service.backends.default_model import prepared_model_dir
 
         print(prepared_model_dir(settings.home_dir))
         return 0
@@ -41,11 +41,12 @@ def main(argv: list[str] | None = None) -> int:
         return _migrate(settings)
     overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
     settings = settings.model_copy(update=overrides)
-    from judge_service import serving
+    from judge_service.server.draining import serve as serve_one
+    from judge_service.server.workers import serve_workers
 
     if args.listen_fd is None and settings.workers > 1:
-        return serving.serve_workers(settings)
-    return serving.serve(settings, listen_fd=args.listen_fd)
+        return serve_workers(settings)
+    return serve_one(settings, listen_fd=args.listen_fd)
 
 
 def _migrate(settings: Settings) -> int:

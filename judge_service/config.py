@@ -8,6 +8,8 @@ from typing import Literal
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from judge_service.store.urls import check_url, is_postgres
+
 # Package data (pyproject.toml), so a wheel installed anywhere finds its templates.
 PACKAGED_PROMPTS = Path(__file__).resolve().parent / "prompts"
 
@@ -235,8 +237,6 @@ class Settings(BaseSettings):
     @classmethod
     def _known_database(cls, url: SecretStr | None) -> SecretStr | None:
         if url is not None:
-            from judge_service.store.factory import check_url
-
             check_url(url.get_secret_value())  # ValueError says what is accepted
         return url
 
@@ -271,7 +271,7 @@ class Settings(BaseSettings):
         if self.member_assembly is not None:
             return self.member_assembly
         url = self.database_url.get_secret_value() if self.database_url else ""
-        several = self.workers > 1 or url.startswith(("postgresql:", "postgres:"))
+        several = self.workers > 1 or is_postgres(url)
         return "shared" if several else "local"
 
     def resolved_db_path(self) -> Path:

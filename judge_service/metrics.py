@@ -12,7 +12,19 @@ import os
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from judge_service.judging.llm.parser import OUTPUT_PROBLEMS
+# Every kind of fault in a judge reply (judge_output_problems_total's `kind`, each shown at 0 from the start):
+# judging/llm/parser.py reports them, and "truncated" is added by the judge from finish_reason.
+OUTPUT_PROBLEMS = (
+    "unreadable",
+    "missing_answer",
+    "duplicate_answer",
+    "unknown_answer",
+    "invalid_entry",
+    "missing_criterion",
+    "invalid_mark",
+    "missing_reason",
+    "truncated",
+)
 
 _LATENCY_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300)
 _GROUP_SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 64)

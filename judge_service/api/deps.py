@@ -9,6 +9,7 @@ from typing import Annotated
 
 from fastapi import Depends, Path, Request
 
+from judge_service.api.middleware.auth import KeyRing
 from judge_service.assembly import MemberAssembly
 from judge_service.metrics import JudgeMetrics
 from judge_service.schemas import MAX_STEP, RUN_ID_PATTERN
@@ -30,9 +31,15 @@ async def _metrics(request: Request) -> JudgeMetrics:
     return metrics
 
 
+async def _keys(request: Request) -> KeyRing:
+    keys: KeyRing = request.app.state.keys
+    return keys
+
+
 ServiceDep = Annotated[JudgeService, Depends(_service)]
 MetricsDep = Annotated[JudgeMetrics, Depends(_metrics)]
 AssemblyDep = Annotated[MemberAssembly, Depends(_assembly)]
+KeysDep = Annotated[KeyRing, Depends(_keys)]  # the API keys, and the page sessions they sign
 
 # Path parameters the JSON routes and the pages share.
 JudgementId = Annotated[str, Path(pattern=r"^[0-9a-f]{32}$", description="judgement_id from a judge reply")]

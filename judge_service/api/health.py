@@ -7,7 +7,7 @@ from fastapi.responses import PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from judge_service.api.deps import MetricsDep
-from judge_service.readiness import Readiness
+from judge_service.backends.readiness import Readiness
 
 router = APIRouter()
 

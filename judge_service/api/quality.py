@@ -8,9 +8,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import PlainTextResponse
 
-from judge_service.api.auth import caller_of
 from judge_service.api.deps import JudgementId, RunId, ServiceDep
 from judge_service.api.headers import idempotency_key_header
+from judge_service.api.middleware.auth import caller_of
 from judge_service.errors import InvalidGroupError, NotFoundError
 from judge_service.quality.agreement import AgreementReport, agreement
 from judge_service.quality.calibration import CalibrationReport, calibrate

@@ -6,9 +6,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 
-from judge_service.api.auth import caller_of
 from judge_service.api.deps import AssemblyDep, JudgementId, RunId, ServiceDep
 from judge_service.api.headers import idempotency_key_header
+from judge_service.api.middleware.auth import caller_of
 from judge_service.schemas import (
     MAX_RUNS_PAGE,
     MAX_STEP,

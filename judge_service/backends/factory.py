@@ -40,8 +40,8 @@ def build_backend(
 
 
 def _engine_options(settings: Settings) -> EngineOptions:
+    from judge_service.backends.default_model import DEFAULT_MODEL_NAME
     from judge_service.backends.vllm_engine import EngineOptions
-    from judge_service.default_model import DEFAULT_MODEL_NAME
 
     return EngineOptions(
         model=settings.model,

@@ -23,6 +23,7 @@ from tenacity import (
 )
 
 from judge_service.backends.base import BackendHealth, Generation, GenerationRequest, TokenLogprobs
+from judge_service.client.retry import retry_after_s as parse_retry_after
 from judge_service.errors import JudgeBackendError, JudgeTimeoutError
 
 if TYPE_CHECKING:
@@ -53,17 +54,6 @@ class _Retryable(Exception):
         self.status = status
         self.retry_after_s = retry_after_s
         self.is_timeout = is_timeout
-
-
-def _parse_retry_after(value: str | None) -> float | None:
-    """Retry-After in seconds; the HTTP-date form is ignored (exponential backoff applies instead)."""
-    if value is None:
-        return None
-    try:
-        seconds = float(value.strip())
-    except ValueError:
-        return None
-    return max(seconds, 0.0)
 
 
 def _error_text(response: httpx.Response) -> str:
@@ -412,7 +402,7 @@ class OpenAIHTTPBackend:
                 "429" if status == 429 else "5xx",
                 f"HTTP {status}: {_error_text(response)}",
                 status=status,
-                retry_after_s=_parse_retry_after(response.headers.get("retry-after")),
+                retry_after_s=parse_retry_after(response.headers.get("retry-after")),
             )
         if status != 200:
             raise JudgeBackendError(

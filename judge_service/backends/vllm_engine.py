@@ -125,7 +125,7 @@ class VLLMEngineBackend:
         # Both steps block for tens of seconds; threads keep /healthz answering meanwhile.
         model = self._options.model
         if model is None:
-            from judge_service.default_model import prepared_model_dir
+            from judge_service.backends.default_model import prepared_model_dir
 
             model = str(await asyncio.to_thread(prepared_model_dir, self._options.home_dir))
         self._engine = await asyncio.to_thread(self._build_engine, model)

@@ -10,6 +10,7 @@ it, and each attempt's timeout is cut to what is left.
 from __future__ import annotations
 
 import email.utils
+import math
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -32,12 +33,17 @@ class RetryPolicy:
 
 
 def retry_after_s(header: str | None, *, now: datetime | None = None) -> float | None:
-    """Seconds a Retry-After header asks for (seconds or an HTTP date); None when absent or unreadable."""
+    """Seconds a Retry-After header asks for (seconds or an HTTP date); None when absent or unreadable.
+    The one parser of the header: the client reads the service's, backends/openai_http.py an endpoint's."""
     if header is None:
         return None
     header = header.strip()
-    if header.isdigit():
-        return float(header)
+    try:  # delta-seconds; a fraction ("1.5") is accepted too, as servers send it
+        seconds = float(header)
+    except ValueError:
+        pass
+    else:
+        return max(seconds, 0.0) if math.isfinite(seconds) else None
     try:
         when = email.utils.parsedate_to_datetime(header)
     except (TypeError, ValueError):

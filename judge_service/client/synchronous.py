@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from judge_service.client import calls
+import judge_service.client.calls as calls
 from judge_service.client.errors import bearer_headers
 from judge_service.client.retry import RetryPolicy
 from judge_service.schemas import (

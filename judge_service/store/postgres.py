@@ -32,7 +32,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from judge_service.errors import StoreUnavailableError
 from judge_service.schemas import HumanLabels, JudgementPage, RunPage, RunSteps, RunSummary, StoredJudgement
-from judge_service.store import codec, migrations, run_views
+from judge_service.store import codec, member_groups, migrations, run_views
 from judge_service.store.base import (
     Claim,
     IdempotencyKey,
@@ -60,7 +60,7 @@ _INSERT = (
     f" VALUES ({', '.join(['%s'] * codec.ROW_WIDTH)})"
     " ON CONFLICT DO NOTHING RETURNING judgement_id"
 )
-_CLOSE_GROUP = f"UPDATE member_groups SET closed_at = {_NOW} WHERE group_key = %s AND closed_at IS NULL"
+_GROUPS = member_groups.MemberGroupSql.for_dialect("%s", _NOW)
 _CLAIM = (
     "INSERT INTO idempotency_claims AS c (idempotency_key, request_hash, owner, lease_until)"
     f" VALUES (%s, %s, %s, {_NOW} + %s)"
@@ -308,26 +308,17 @@ class PostgresJudgementStore:
     async def join_group(self, join: MemberJoin) -> MemberGroup:
         async def join_group(conn: psycopg.AsyncConnection[Any]) -> MemberGroup:
             async with conn.transaction():
-                await conn.execute(
-                    "INSERT INTO member_groups (group_key, fields, size, min_members, deadline_at)"
-                    f" VALUES (%s, %s, %s, %s, {_NOW} + %s) ON CONFLICT (group_key) DO NOTHING",
-                    (join.group_key, join.fields, join.size, join.min_members, join.deadline_s),
-                )
+                await conn.execute(_GROUPS.open_group, member_groups.open_params(join))
                 # FOR UPDATE: joins of one group take turns; no two replicas close it with other members.
                 group = await _member_group(conn, join.group_key, lock=True)
                 if group is None:
                     raise RuntimeError(f"member group {join.group_key!r} vanished inside its transaction")
-                if group.closed or group.fields != join.fields or join.answer_id in group.members:
-                    return group
-                await conn.execute(
-                    "INSERT INTO group_members (group_key, answer_id, text) VALUES (%s, %s, %s)",
-                    (join.group_key, join.answer_id, join.text),
-                )
-                members = {**group.members, join.answer_id: join.text}
-                full = len(members) >= group.size
-                if full:
-                    await conn.execute(_CLOSE_GROUP, (join.group_key,))
-                return replace(group, members=members, closed=full, closed_now=full)
+                group, added = member_groups.join(group, join)
+                if added:
+                    await conn.execute(_GROUPS.add_member, (join.group_key, join.answer_id, join.text))
+                if group.closed_now:
+                    await conn.execute(_GROUPS.close_group, (join.group_key,))
+                return group
 
         return await self._run(join_group)
 
@@ -337,7 +328,7 @@ class PostgresJudgementStore:
     async def close_group(self, group_key: str) -> MemberGroup | None:
         async def close(conn: psycopg.AsyncConnection[Any]) -> MemberGroup | None:
             async with conn.transaction():
-                closed_now = (await conn.execute(_CLOSE_GROUP, (group_key,))).rowcount == 1
+                closed_now = (await conn.execute(_GROUPS.close_group, (group_key,))).rowcount == 1
                 group = await _member_group(conn, group_key, lock=False)
                 return None if group is None else replace(group, closed_now=closed_now)
 
@@ -346,10 +337,8 @@ class PostgresJudgementStore:
     async def prune_groups(self, closed_for_s: float) -> int:
         async def prune(conn: psycopg.AsyncConnection[Any]) -> int:
             async with conn.transaction():
-                cur = await conn.execute(
-                    f"DELETE FROM member_groups WHERE closed_at < {_NOW} - %s", (closed_for_s,)
-                )  # members go with their group (ON DELETE CASCADE)
-                return cur.rowcount
+                # members go with their group (ON DELETE CASCADE)
+                return (await conn.execute(_GROUPS.prune_groups, (closed_for_s,))).rowcount
 
         return await self._run(prune)
 
@@ -456,23 +445,10 @@ class PostgresJudgementStore:
     async def list_run(
         self, run_id: str, *, step: int | None = None, limit: int = 100, cursor: str | None = None
     ) -> JudgementPage:
-        """A run's judgements oldest first, `limit` per page, keyset-paginated on id."""
-        if limit < 1:
-            raise ValueError(f"limit must be at least 1, got {limit}")
-        after = 0 if cursor is None else codec.decode_cursor(cursor)
-        sql = "SELECT id, doc FROM judgements WHERE run_id = %s AND id > %s"
-        params: list[object] = [run_id, after]
-        if step is not None:
-            sql += " AND step = %s"
-            params.append(step)
-        sql += " ORDER BY id LIMIT %s"
-        params.append(limit + 1)
+        sql, params = run_views.run_judgements_query("%s", run_id, step=step, limit=limit, cursor=cursor)
 
         async def select(conn: psycopg.AsyncConnection[Any]) -> JudgementPage:
-            rows = await (await conn.execute(sql, params)).fetchall()
-            page, more = rows[:limit], len(rows) > limit
-            items = [codec.page_item(doc) for _, doc in page]
-            return JudgementPage(items=items, next_cursor=codec.encode_cursor(page[-1][0]) if more else None)
+            return run_views.judgement_page(await (await conn.execute(sql, params)).fetchall(), limit)
 
         return await self._run(select)
 
@@ -480,17 +456,12 @@ class PostgresJudgementStore:
 async def _member_group(
     conn: psycopg.AsyncConnection[Any], group_key: str, *, lock: bool
 ) -> MemberGroup | None:
-    cur = await conn.execute(
-        f"SELECT fields, size, min_members, deadline_at - {_NOW}, closed_at IS NOT NULL"
-        " FROM member_groups WHERE group_key = %s" + (" FOR UPDATE" if lock else ""),
-        (group_key,),
-    )
+    cur = await conn.execute(_GROUPS.select_group + (" FOR UPDATE" if lock else ""), (group_key,))
     row = await cur.fetchone()
     if row is None:
         return None
-    cur = await conn.execute("SELECT answer_id, text FROM group_members WHERE group_key = %s", (group_key,))
-    members = {str(a): str(t) for a, t in await cur.fetchall()}
-    return MemberGroup(str(row[0]), int(row[1]), int(row[2]), float(row[3]), bool(row[4]), members)
+    members = await (await conn.execute(_GROUPS.select_members, (group_key,))).fetchall()
+    return member_groups.member_group(row, members)
 
 
 async def _applied(conn: psycopg.AsyncConnection[Any]) -> list[str]:

@@ -1,5 +1,5 @@
-"""The run views' queries, shared by both stores: runs with their totals, a run's figures by step, and the
-human labels and regrades the run pages compare graders with.
+"""The run views' queries, shared by both stores: a run's judgements page by page, runs with their totals, a
+run's figures by step, and the human labels and regrades the run pages compare graders with.
 
 Everything is aggregated in SQL from the per-judgement summary columns (migration m005, codec.summary),
 so a run of 1,000 steps x 512 groups is summed by the database, never parsed document by document.
@@ -13,8 +13,39 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from judge_service.schemas import FingerprintCount, HumanLabels, RunPage, RunSteps, RunSummary, StepFigures
+from judge_service.schemas import (
+    FingerprintCount,
+    HumanLabels,
+    JudgementPage,
+    RunPage,
+    RunSteps,
+    RunSummary,
+    StepFigures,
+)
+from judge_service.store import codec
 from judge_service.store.codec import now_text
+
+
+def run_judgements_query(
+    p: str, run_id: str, *, step: int | None, limit: int, cursor: str | None
+) -> tuple[str, list[object]]:
+    """A run's judgements oldest first, keyset-paginated on the row id (`cursor`: the last page's), with one
+    row more than `limit`, which tells whether another page exists (judgement_page)."""
+    if limit < 1:
+        raise ValueError(f"limit must be at least 1, got {limit}")
+    after = 0 if cursor is None else codec.decode_cursor(cursor)
+    sql = f"SELECT id, doc FROM judgements WHERE run_id = {p} AND id > {p}"
+    params: list[object] = [run_id, after]
+    if step is not None:
+        sql += f" AND step = {p}"
+        params.append(step)
+    return sql + f" ORDER BY id LIMIT {p}", [*params, limit + 1]
+
+
+def judgement_page(rows: Sequence[Sequence[Any]], limit: int) -> JudgementPage:
+    page, more = rows[:limit], len(rows) > limit
+    items = [codec.page_item(doc) for _, doc in page]
+    return JudgementPage(items=items, next_cursor=codec.encode_cursor(page[-1][0]) if more else None)
 
 
 def runs_sql(p: str, *, one: bool = False) -> str:

@@ -25,7 +25,7 @@ from typing import TypeVar
 
 from judge_service.errors import StoreUnavailableError
 from judge_service.schemas import HumanLabels, JudgementPage, RunPage, RunSteps, RunSummary, StoredJudgement
-from judge_service.store import codec, migrations, run_views
+from judge_service.store import codec, member_groups, migrations, run_views
 from judge_service.store.base import (
     Claim,
     IdempotencyKey,
@@ -65,7 +65,7 @@ _CLAIM = (
 _RENEW = f"UPDATE idempotency_claims SET lease_until = {_NOW} + ? WHERE idempotency_key = ? AND owner = ?"
 _RELEASE = "DELETE FROM idempotency_claims WHERE idempotency_key = ? AND owner = ?"
 _END_CLAIM = "DELETE FROM idempotency_claims WHERE idempotency_key = ?"
-_CLOSE_GROUP = f"UPDATE member_groups SET closed_at = {_NOW} WHERE group_key = ? AND closed_at IS NULL"
+_GROUPS = member_groups.MemberGroupSql.for_dialect("?", _NOW)
 
 
 def _statements(script: str) -> Iterator[str]:
@@ -308,41 +308,25 @@ class SqliteJudgementStore:
         def join_group() -> MemberGroup:
             conn = self._connection()
             with _write_transaction(conn):  # the write lock orders joins: no two close one group
-                conn.execute(
-                    "INSERT INTO member_groups (group_key, fields, size, min_members, deadline_at)"
-                    f" VALUES (?, ?, ?, ?, {_NOW} + ?) ON CONFLICT (group_key) DO NOTHING",
-                    (join.group_key, join.fields, join.size, join.min_members, join.deadline_s),
-                )
+                conn.execute(_GROUPS.open_group, member_groups.open_params(join))
                 group = self._member_group(conn, join.group_key)
                 if group is None:  # inserted or present, under the write lock
                     raise RuntimeError(f"member group {join.group_key!r} vanished inside its transaction")
-                if group.closed or group.fields != join.fields or join.answer_id in group.members:
-                    return group
-                conn.execute(
-                    "INSERT INTO group_members (group_key, answer_id, text) VALUES (?, ?, ?)",
-                    (join.group_key, join.answer_id, join.text),
-                )
-                members = {**group.members, join.answer_id: join.text}
-                full = len(members) >= group.size
-                if full:
-                    conn.execute(_CLOSE_GROUP, (join.group_key,))
-                return replace(group, members=members, closed=full, closed_now=full)
+                group, added = member_groups.join(group, join)
+                if added:
+                    conn.execute(_GROUPS.add_member, (join.group_key, join.answer_id, join.text))
+                if group.closed_now:
+                    conn.execute(_GROUPS.close_group, (join.group_key,))
+                return group
 
         return await self._run(join_group)
 
     @staticmethod
     def _member_group(conn: sqlite3.Connection, group_key: str) -> MemberGroup | None:
-        row = conn.execute(
-            f"SELECT fields, size, min_members, deadline_at - {_NOW}, closed_at IS NOT NULL"
-            " FROM member_groups WHERE group_key = ?",
-            (group_key,),
-        ).fetchone()
+        row = conn.execute(_GROUPS.select_group, (group_key,)).fetchone()
         if row is None:
             return None
-        members = conn.execute(
-            "SELECT answer_id, text FROM group_members WHERE group_key = ?", (group_key,)
-        ).fetchall()
-        return MemberGroup(row[0], row[1], row[2], row[3], bool(row[4]), dict(members))
+        return member_groups.member_group(row, conn.execute(_GROUPS.select_members, (group_key,)).fetchall())
 
     async def member_group(self, group_key: str) -> MemberGroup | None:
         return await self._run(lambda: self._member_group(self._connection(), group_key))
@@ -351,7 +335,7 @@ class SqliteJudgementStore:
         def close() -> MemberGroup | None:
             conn = self._connection()
             with _write_transaction(conn):
-                closed_now = conn.execute(_CLOSE_GROUP, (group_key,)).rowcount == 1
+                closed_now = conn.execute(_GROUPS.close_group, (group_key,)).rowcount == 1
                 group = self._member_group(conn, group_key)
                 return None if group is None else replace(group, closed_now=closed_now)
 
@@ -360,12 +344,9 @@ class SqliteJudgementStore:
     async def prune_groups(self, closed_for_s: float) -> int:
         def prune() -> int:
             conn = self._connection()
-            old = f"SELECT group_key FROM member_groups WHERE closed_at < {_NOW} - ?"
             with _write_transaction(conn):
-                conn.execute(f"DELETE FROM group_members WHERE group_key IN ({old})", (closed_for_s,))
-                return conn.execute(
-                    f"DELETE FROM member_groups WHERE closed_at < {_NOW} - ?", (closed_for_s,)
-                ).rowcount
+                conn.execute(_GROUPS.prune_members, (closed_for_s,))
+                return conn.execute(_GROUPS.prune_groups, (closed_for_s,)).rowcount
 
         return await self._run(prune)
 
@@ -437,22 +418,7 @@ class SqliteJudgementStore:
     async def list_run(
         self, run_id: str, *, step: int | None = None, limit: int = 100, cursor: str | None = None
     ) -> JudgementPage:
-        """A run's judgements oldest first, `limit` per page, keyset-paginated on rowid."""
-        if limit < 1:
-            raise ValueError(f"limit must be at least 1, got {limit}")
-        after = 0 if cursor is None else codec.decode_cursor(cursor)
-        sql = "SELECT id, doc FROM judgements WHERE run_id = ? AND id > ?"
-        params: list[object] = [run_id, after]
-        if step is not None:
-            sql += " AND step = ?"
-            params.append(step)
-        sql += " ORDER BY id LIMIT ?"
-        params.append(limit + 1)  # one extra row tells us whether another page exists
-
-        def select() -> JudgementPage:
-            rows = self._connection().execute(sql, params).fetchall()
-            page, more = rows[:limit], len(rows) > limit
-            items = [codec.page_item(doc) for _, doc in page]
-            return JudgementPage(items=items, next_cursor=codec.encode_cursor(page[-1][0]) if more else None)
-
-        return await self._run(select)
+        sql, params = run_views.run_judgements_query("?", run_id, step=step, limit=limit, cursor=cursor)
+        return await self._run(
+            lambda: run_views.judgement_page(self._connection().execute(sql, params).fetchall(), limit)
+        )

@@ -56,7 +56,7 @@ def test_a_json_label_names_the_group_and_unscored_gets_the_fallback(service: Se
 
 
 def test_chat_templates_are_read_back_into_turns() -> None:
-    from judge_service.compat.openrlhf import conversation
+    from judge_service.api.compat.openrlhf import conversation
 
     llama = (
         "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"

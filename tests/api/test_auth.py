@@ -10,7 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 from pydantic import SecretStr
 
-from judge_service.api.auth import KeyRing, parse_keys
+from judge_service.api.middleware.auth import KeyRing, parse_keys
 from judge_service.backends.fake import FakeBackend
 from judge_service.config import Settings
 from tests.api.conftest import group, make_client
@@ -145,7 +145,7 @@ def test_comparison_checks_every_key(monkeypatch: pytest.MonkeyPatch) -> None:
         calls.append(b)
         return real(a, b)
 
-    monkeypatch.setattr("judge_service.api.auth.hmac.compare_digest", counting)
+    monkeypatch.setattr("judge_service.api.middleware.auth.hmac.compare_digest", counting)
     keys = KeyRing(["k1", "k2", "k3"])
     assert keys.caller_for("k1") is not None
     assert len(calls) == 3

@@ -16,14 +16,14 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from judge_service.api.auth import caller_identity
+from judge_service.api.middleware.auth import caller_identity
 from judge_service.app import create_app
 from judge_service.backends.base import Generation, GenerationRequest
 from judge_service.backends.fake import FakeBackend
 from judge_service.config import Settings
 from judge_service.errors import JudgeBackendError
-from judge_service.idempotency import ScopedKey, request_hash
 from judge_service.schemas import JudgeRequest, StoredJudgement, Timings, Usage
+from judge_service.service.idempotency import ScopedKey, request_hash
 from judge_service.store.base import IdempotencyKey
 from judge_service.store.migrations import MIGRATIONS, SQLITE
 from judge_service.store.sqlite import SqliteJudgementStore

@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from pydantic import ValidationError
 from starlette.types import Message, Receive, Scope, Send
 
-from judge_service.api.limits import BodySizeLimit
+from judge_service.api.middleware.limits import BodySizeLimit
 from judge_service.backends.fake import FakeBackend
 from judge_service.schemas import STORED, JudgeRequest
 from tests.api.conftest import group, make_client, wait_ready

@@ -135,6 +135,7 @@ def test_waits_are_capped_and_http_date_retry_after_is_read() -> None:
     assert retry_after_s("Thu, 03 Dec 2026 10:01:30 GMT", now=now) == 90.0
     assert retry_after_s("Thu, 03 Dec 2026 09:00:00 GMT", now=now) == 0.0
     assert retry_after_s("soon", now=now) is None and retry_after_s(None) is None
+    assert retry_after_s(" 1.5 ") == 1.5 and retry_after_s("-3") == 0.0 and retry_after_s("nan") is None
 
 
 def test_gives_up_after_the_retries_with_the_service_error() -> None:

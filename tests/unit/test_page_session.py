@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from judge_service.api.pages import _safe_next
+from judge_service.api.middleware.session import SESSION_S, SessionSigner
 from judge_service.ui.charts import Series, line_chart
-from judge_service.ui.session import SESSION_S, SessionSigner
+from judge_service.ui.signin import _safe_next
 
 
 def test_a_session_verifies_until_it_expires_and_only_under_the_same_keys() -> None:

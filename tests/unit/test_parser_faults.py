@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from judge_service.judging.llm.parser import OUTPUT_PROBLEMS, parse_judgement
+from judge_service.judging.llm.parser import parse_judgement
+from judge_service.metrics import OUTPUT_PROBLEMS
 
 IDS = ["a1", "a2"]
 CRITERIA = ["correctness", "tone"]

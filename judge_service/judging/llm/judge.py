@@ -17,9 +17,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from judge_service.admission import GroupAdmission
+from judge_service.backends.readiness import Readiness
 from judge_service.errors import JudgeServiceError
 from judge_service.judging.base import AnswerGrade, Group, GroupGrades, ModelRun
+from judge_service.judging.llm.admission import GroupAdmission
 from judge_service.judging.llm.caller import JudgeCaller, JudgeOutcome
 from judge_service.judging.llm.criteria import resolve_criteria
 from judge_service.judging.llm.orders import (
@@ -30,7 +31,6 @@ from judge_service.judging.llm.orders import (
     shown_orders,
 )
 from judge_service.metrics import JudgeMetrics
-from judge_service.readiness import Readiness
 from judge_service.schemas import Criterion, Decoding, JudgeRequest, ScoreFrom
 
 JUDGE = "judge"

@@ -13,13 +13,10 @@ with an "id" field, or nest it under "answers"/"judgements": all of these are ac
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
-
+from judge_service.judging.json_text import Duplicate, extract_json
 
 # Reasons as words (JUDGE_REASON_WORDS): letters first, then words or plain numbers separated by spaces and
 # punctuation. A small judge under a free string schema degenerates into "4.5" or "1.1.1.1..." up to the
@@ -105,7 +102,7 @@ class ParsedJudgement:
     marks: dict[str, dict[str, Mark]] = field(default_factory=dict)  # answer id -> criterion -> mark
     failures: dict[str, str] = field(default_factory=dict)  # answer id -> why it has no marks
     notes: list[str] = field(default_factory=list)  # problems that cost no answer (e.g. unknown ids)
-    problems: set[str] = field(default_factory=set)  # kinds of fault in this reply (OUTPUT_PROBLEMS)
+    problems: set[str] = field(default_factory=set)  # kinds of fault in this reply (metrics.OUTPUT_PROBLEMS)
 
     @property
     def complete(self) -> bool:
@@ -134,7 +131,7 @@ def parse_judgement(
             result.failures[answer_id] = "the judge's reply has no entry for this answer"
             result.problems.add("missing_answer")
             continue
-        if isinstance(entry, _Duplicate):
+        if isinstance(entry, Duplicate):
             result.failures[answer_id] = "the judge's reply has more than one entry for this answer"
             result.problems.add("duplicate_answer")
             continue
@@ -170,68 +167,16 @@ def parse_answer(
     return result
 
 
-class _Duplicate:
-    pass
-
-
 _WRAPPERS = ("answers", "judgements", "results")
 
 
-# Every kind `ParsedJudgement.problems` may hold; "truncated" is added by the judge from finish_reason.
-OUTPUT_PROBLEMS = (
-    "unreadable",
-    "missing_answer",
-    "duplicate_answer",
-    "unknown_answer",
-    "invalid_entry",
-    "missing_criterion",
-    "invalid_mark",
-    "missing_reason",
-    "truncated",
-)
-
-
-def _flag_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """object_pairs_hook: a repeated key's value becomes _Duplicate instead of the last copy."""
-    obj: dict[str, Any] = {}
-    for key, value in pairs:
-        obj[key] = _Duplicate() if key in obj else value
-    return obj
-
-
 def _extract_json(text: str) -> Any:
-    stripped = text.strip()
-    if not stripped:
+    value, error = extract_json(text, flag_duplicates=True)
+    if error is None:
+        return value
+    if not text.strip():
         raise ValueError("the judge's reply is empty")
-    candidates = [stripped, *(m.group(1).strip() for m in _FENCE.finditer(stripped))]
-    for candidate in candidates:
-        try:
-            return json.loads(candidate, object_pairs_hook=_flag_duplicates)
-        except json.JSONDecodeError:
-            pass
-    # Prose around the JSON: decode from the first brace or bracket that starts a valid value. The
-    # inside of a value that failed to decode (a truncated reply) is skipped: its inner objects are
-    # fragments, not the reply.
-    decoder = json.JSONDecoder(object_pairs_hook=_flag_duplicates)
-    depth, in_string, escaped = 0, False, False
-    for pos, char in enumerate(stripped):
-        if depth == 0:
-            if char in "{[":
-                try:
-                    return decoder.raw_decode(stripped, pos)[0]
-                except json.JSONDecodeError:
-                    depth = 1
-        elif escaped:
-            escaped = False
-        elif in_string:
-            escaped, in_string = char == "\\", char != '"'
-        elif char == '"':
-            in_string = True
-        elif char in "{[":
-            depth += 1
-        elif char in "}]":
-            depth -= 1
-    raise ValueError(f"the judge's reply is not valid JSON (starts {stripped[:60]!r})")
+    raise ValueError(f"the judge's reply is not valid JSON (starts {text.strip()[:60]!r}): {error}")
 
 
 def _entries_by_id(data: Any, result: ParsedJudgement) -> dict[str, Any]:
@@ -250,7 +195,7 @@ def _entries_by_id(data: Any, result: ParsedJudgement) -> dict[str, Any]:
                 continue
             answer_id = item["id"]
             entry = {k: v for k, v in item.items() if k != "id"}
-            by_id[answer_id] = _Duplicate() if answer_id in by_id else entry
+            by_id[answer_id] = Duplicate() if answer_id in by_id else entry
         return by_id
     raise ValueError(f"the judge's reply is JSON but not an object or list ({type(data).__name__})")
 
@@ -264,11 +209,11 @@ def _marks_for(
     marks: dict[str, Mark] = {}
     for name in criteria:
         raw = entry.get(name)
-        if isinstance(raw, _Duplicate):
+        if isinstance(raw, Duplicate):
             return {}, ("invalid_entry", f"criterion '{name}' appears more than once")
         if not isinstance(raw, dict):
             return {}, ("missing_criterion", f"criterion '{name}' is missing or not an object")
-        if isinstance(raw.get("mark"), _Duplicate) or isinstance(raw.get("reason"), _Duplicate):
+        if isinstance(raw.get("mark"), Duplicate) or isinstance(raw.get("reason"), Duplicate):
             return {}, ("invalid_entry", f"criterion '{name}' has a repeated 'mark' or 'reason'")
         mark = _as_mark(raw.get("mark"))
         if mark is None:

@@ -27,7 +27,8 @@ from jsonschema.exceptions import SchemaError, best_match
 from referencing.exceptions import Unresolvable
 
 from judge_service.judging.base import Grade
-from judge_service.judging.rules.text import extract_json, normalize, shorten
+from judge_service.judging.json_text import extract_json
+from judge_service.judging.rules.text import normalize, shorten
 from judge_service.schemas import RuleOptions
 
 _LABEL_QUOTES = "\"'`“”‘’«»*"

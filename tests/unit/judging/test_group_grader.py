@@ -10,16 +10,16 @@ from typing import Any
 
 import pytest
 
-from judge_service.admission import GroupAdmission
 from judge_service.backends.fake import FakeBackend
+from judge_service.backends.readiness import Readiness
 from judge_service.config import PACKAGED_PROMPTS
 from judge_service.judging.base import AnswerGrade, Group, GroupGrades
+from judge_service.judging.llm.admission import GroupAdmission
 from judge_service.judging.llm.caller import JudgeCaller, JudgeSettings
 from judge_service.judging.llm.judge import LLMJudge
 from judge_service.judging.llm.prompt import PromptRenderer
 from judge_service.judging.registry import GraderRegistry
 from judge_service.metrics import JudgeMetrics
-from judge_service.readiness import Readiness
 from judge_service.schemas import JudgeRequest
 from judge_service.service import JudgeService
 from judge_service.store.sqlite import SqliteJudgementStore

@@ -7,19 +7,19 @@ from typing import Any
 
 import pytest
 
-from judge_service.admission import GroupAdmission
 from judge_service.backends.fake import FakeBackend
+from judge_service.backends.readiness import Readiness
 from judge_service.config import PACKAGED_PROMPTS
 from judge_service.errors import InvalidGroupError
 from judge_service.judging.fingerprint import grader_fingerprint
+from judge_service.judging.llm.admission import GroupAdmission
 from judge_service.judging.llm.caller import JudgeCaller, JudgeSettings
 from judge_service.judging.llm.judge import LLMJudge
 from judge_service.judging.llm.prompt import PromptRenderer
 from judge_service.judging.registry import GraderRegistry
 from judge_service.metrics import JudgeMetrics
-from judge_service.readiness import Readiness
-from judge_service.regrade import regraded_request
 from judge_service.schemas import JudgeRequest, RegradeRequest, StoredJudgement, Timings, Usage
+from judge_service.service.regrade import regraded_request
 
 PROMPTS = PACKAGED_PROMPTS
 CRITERION = {"name": "correctness", "description": "right", "mark_1": "wrong", "mark_5": "right"}

@@ -15,12 +15,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from judge_service.errors import JudgeServiceError, NotFoundError, StoreUnavailableError
-from judge_service.idempotency import GradeFn, IdempotencyGuard, ScopedKey
 from judge_service.judging.base import Group, ModelRun
 from judge_service.judging.fingerprint import FingerprintCache
 from judge_service.judging.registry import GraderRegistry
 from judge_service.metrics import JudgeMetrics
-from judge_service.regrade import regraded_request
 from judge_service.schemas import (
     AnswerResult,
     BatchItem,
@@ -40,6 +38,8 @@ from judge_service.schemas import (
     Timings,
     Usage,
 )
+from judge_service.service.idempotency import GradeFn, IdempotencyGuard, ScopedKey
+from judge_service.service.regrade import regraded_request
 from judge_service.store.base import IdempotencyKey, JudgementStore
 
 UNSAVED_KEPT = 1_000  # judgements kept for the retry of a failed save (see _store_and_observe)

@@ -1,7 +1,8 @@
 """Group assembly across replicas: the members of one group may reach different processes behind a plain
 load balancer and are still judged together, once.
 
-Same rules as assembly.py (first member fixes the group, deadline, min_members, 409s, caller scoping);
+Same rules as local.py (common.py: first member fixes the group, deadline, min_members, 409s, caller
+scoping);
 what differs is where a group lives: in the store (store/base.py `join_group`), so every replica sees
 every member. A member's path:
 
@@ -12,7 +13,7 @@ every member. A member's path:
    database's clock) any waiting replica closes it.
 4. Once closed, every replica with a waiting member asks the service to judge the frozen group under the
    group's Idempotency-Key: the first claims the key and judges, the others wait for and replay its
-   stored judgement (idempotency.py), and if the judging replica dies, its lease lapses and another
+   stored judgement (service/idempotency.py), and if the judging replica dies, its lease lapses and another
    takes over. Fewer members than min_members: each is answered `incomplete`, unscored.
 
 Closed groups are forgotten after PRUNE_AFTER_S (their judgements stay and answer retries).
@@ -25,21 +26,26 @@ import json
 import logging
 import time
 
-from judge_service.assembly import (
+from judge_service.assembly.common import (
     AssemblySettings,
     ClosedBy,
-    differing_fields,
+    admit_group,
+    admit_member,
+    check_member,
+    deadline_and_minimum,
     from_stored,
     group_idempotency_key,
+    group_request,
     incomplete_reply,
     member_reply,
+    shutting_down,
 )
-from judge_service.errors import ConflictError, OverloadedError, ShuttingDownError
-from judge_service.idempotency import ScopedKey
+from judge_service.errors import ConflictError
 from judge_service.metrics import JudgeMetrics
-from judge_service.schemas import JudgeRequest, MemberRequest, MemberResponse
+from judge_service.schemas import MemberRequest, MemberResponse
 from judge_service.service import JudgeService
-from judge_service.store.base import JudgementStore, MemberGroup, MemberJoin
+from judge_service.service.idempotency import ScopedKey
+from judge_service.store.base import JudgementStore, MemberJoin
 
 log = logging.getLogger(__name__)
 
@@ -65,13 +71,15 @@ class SharedGroupAssembly:
 
     async def submit(self, member: MemberRequest, *, caller: str | None) -> MemberResponse:
         if self._shutting_down:
-            raise ShuttingDownError("the service is shutting down; send the member again")
+            raise shutting_down()
         key = group_idempotency_key(member)
         stored = await self._service.stored_under(key, caller)
         if stored is not None:
             return from_stored(stored, member)
         group_key = ScopedKey(key, caller).stored  # two tenants' groups never meet
-        self._admit(group_key)
+        admit_member(self._settings, self._waiting)
+        if group_key not in self._open:
+            admit_group(self._settings, len(self._open))
         self._waiting += 1
         self._open[group_key] = self._open.get(group_key, 0) + 1
         self._metrics.members_waiting.set(self._waiting)
@@ -86,38 +94,24 @@ class SharedGroupAssembly:
             self._metrics.members_waiting.set(self._waiting)
             self._metrics.member_open_groups.set(len(self._open))
 
-    def _admit(self, group_key: str) -> None:
-        """429 beyond this process's caps: members waiting, and groups they wait in."""
-        if self._waiting >= self._settings.max_waiting:
-            raise OverloadedError(
-                f"{self._waiting} members wait for their groups (JUDGE_MEMBER_MAX_WAITING); retry later",
-                retry_after_s=1,
-            )
-        if group_key not in self._open and len(self._open) >= self._settings.max_open_groups:
-            raise OverloadedError(
-                f"{len(self._open)} groups are open (JUDGE_MEMBER_MAX_OPEN_GROUPS); retry later",
-                retry_after_s=1,
-            )
-
     async def _submit(
         self, member: MemberRequest, key: str, group_key: str, caller: str | None
     ) -> MemberResponse:
         fields = member.group_fields()
-        deadline_s = member.deadline_s if member.deadline_s is not None else self._settings.deadline_s
-        min_members = member.min_members if member.min_members is not None else self._settings.min_members
+        deadline_s, min_members = deadline_and_minimum(member, self._settings)
         joined_at = time.monotonic()
         group = await self._store.join_group(
             MemberJoin(
                 group_key=group_key,
                 fields=json.dumps(fields, sort_keys=True, separators=(",", ":")),
                 size=member.group_size,
-                min_members=min(min_members, member.group_size),
+                min_members=min_members,
                 deadline_s=deadline_s,
                 answer_id=member.answer.id,
                 text=member.answer.text,
             )
         )
-        self._check_joined(group, member, fields)
+        check_member(json.loads(group.fields), group.members.get(member.answer.id), member)
         if group.closed_now:
             self._metrics.member_groups_closed.labels(reason="size").inc()
         pause = POLL_S
@@ -158,33 +152,10 @@ class SharedGroupAssembly:
                 size=group.size,
                 min_members=group.min_members,
             )
-        request = JudgeRequest.model_validate(
-            {
-                **{k: v for k, v in fields.items() if k != "group_size"},
-                "answers": [{"id": i, "text": group.members[i]} for i in sorted(group.members)],
-            }
-        )
+        request = group_request(fields, group.members)
         judgement = await self._service.grade(request, idempotency_key=key, caller=caller)
         by_id = {a.id: a for a in judgement.answers}
         return member_reply(member.group_key, judgement, by_id[member.answer.id], closed_by)
-
-    @staticmethod
-    def _check_joined(group: MemberGroup, member: MemberRequest, fields: dict[str, object]) -> None:
-        """409 for a member the store did not take because it differs from its group."""
-        differing = differing_fields(json.loads(group.fields), fields)
-        if differing:
-            raise ConflictError(
-                f"this member of group {member.group_key!r} differs from the group's first member in: "
-                f"{', '.join(differing)}; every member of a group sends the same group fields",
-                details={"group_key": member.group_key, "differing": differing},
-            )
-        known = group.members.get(member.answer.id)
-        if known is not None and known != member.answer.text:
-            raise ConflictError(
-                f"answer id {member.answer.id!r} of group {member.group_key!r} was sent with another text; "
-                "an id names one answer",
-                details={"group_key": member.group_key, "answer_id": member.answer.id},
-            )
 
     async def _pause(self, seconds: float) -> None:
         """Sleep, or stop waiting at shutdown (the member is answered 503 and sent again)."""
@@ -192,7 +163,7 @@ class SharedGroupAssembly:
             await asyncio.wait_for(self._stopped.wait(), timeout=max(seconds, 0.001))
         except TimeoutError:
             return
-        raise ShuttingDownError("the service is shutting down; send the member again")
+        raise shutting_down()
 
     async def _prune_now_and_then(self) -> None:
         if time.monotonic() - self._pruned_at < PRUNE_EVERY_S:

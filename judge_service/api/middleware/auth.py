@@ -25,7 +25,7 @@ from starlette.responses import RedirectResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from judge_service.api.errors import error_response
-from judge_service.ui.session import SESSION_COOKIE, SessionSigner
+from judge_service.api.middleware.session import SESSION_COOKIE, SessionSigner
 
 _REALM = 'Bearer realm="judge-service"'
 _CALLER = "caller"  # in scope["state"], where Starlette's request.state reads

@@ -1,5 +1,4 @@
-"""Trainer-protocol routes (compat/): requests in a trainer's own reward-client shape. Thin: translation
-is in compat/, grouping in assembly.py."""
+"""Trainer-protocol routes: thin; translation is in openrlhf.py, grouping in assembly/."""
 
 from __future__ import annotations
 
@@ -9,9 +8,9 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 
-from judge_service.api.auth import caller_of
+from judge_service.api.compat import openrlhf
 from judge_service.api.deps import AssemblyDep
-from judge_service.compat import openrlhf
+from judge_service.api.middleware.auth import caller_of
 from judge_service.errors import ConflictError, InvalidGroupError
 from judge_service.schemas import MAX_MEMBER_DEADLINE_S, ErrorResponse, MemberResponse
 

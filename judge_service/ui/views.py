@@ -1,0 +1,92 @@
+"""View models of the run pages: what a template shows, computed from the service's typed results (the
+charts of a run's steps, the answer rows of a group)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from judge_service.schemas import StepFigures, StoredJudgement
+from judge_service.ui.charts import Series, line_chart
+
+
+def charts(steps: list[StepFigures]) -> list[dict[str, str]]:
+    numbers = [s.step for s in steps]
+
+    def chart(key: str, title: str, values: list[float | None], caption: str, **kw: Any) -> dict[str, str]:
+        svg = line_chart(Series(title, numbers, values, **kw))
+        return {"key": key, "title": title, "svg": svg, "caption": caption}
+
+    return [
+        chart(
+            "mean_score",
+            "Mean score",
+            [s.mean_score for s in steps],
+            "Mean score of the scored answers, with one standard deviation either side.",
+            spread=[s.score_sd for s in steps],
+            lower=0.0,
+            upper=1.0,
+        ),
+        chart(
+            "flat_share",
+            "Flat groups",
+            [s.flat_share for s in steps],
+            "Share of groups whose answers all got the same score: no learning signal for GRPO.",
+            lower=0.0,
+            upper=1.0,
+        ),
+        chart(
+            "unscored_share",
+            "Unscored answers",
+            [s.unscored_share for s in steps],
+            "Share of answers the judge could not score (never counted as 0).",
+            lower=0.0,
+            upper=1.0,
+        ),
+        chart(
+            "order_sensitivity",
+            "Order sensitivity",
+            [s.order_sensitivity for s in steps],
+            "Mean spread of answers' scores across answer orders, where groups were judged under several.",
+            lower=0.0,
+        ),
+        chart(
+            "judge_tokens",
+            "Judge tokens per group",
+            [_tokens(s) for s in steps],
+            "Prompt and completion tokens the judge spent per group.",
+            lower=0.0,
+            unit=" tokens",
+        ),
+        chart(
+            "judge_ms",
+            "Judge time per group",
+            [s.judge_ms for s in steps],
+            "Mean judge time per group, in milliseconds.",
+            lower=0.0,
+            unit=" ms",
+        ),
+    ]
+
+
+def _tokens(step: StepFigures) -> float | None:
+    if step.prompt_tokens is None and step.completion_tokens is None:
+        return None
+    return (step.prompt_tokens or 0) + (step.completion_tokens or 0)
+
+
+def group_view(stored: StoredJudgement, old: StoredJudgement | None, sort: str) -> dict[str, Any]:
+    answers = answer_rows(stored, old=old, by_score=sort == "score")
+    return {"judgement": stored, "request": stored.request, "answers": answers, "old": old}
+
+
+def answer_rows(
+    stored: StoredJudgement, *, old: StoredJudgement | None = None, by_score: bool = False
+) -> list[dict[str, Any]]:
+    """Each answer's result with its text (and its score before a regrade); by score: best first, unscored
+    last, where they stand out."""
+    texts = {a.id: a.text for a in stored.request.answers}
+    old_scores = {a.id: a.score for a in old.answers} if old is not None else {}
+    results = list(stored.answers)
+    if by_score:
+        results.sort(key=lambda a: (a.score is None, -(a.score or 0.0)))
+    return [{"result": a, "text": texts.get(a.id, ""), "old_score": old_scores.get(a.id)} for a in results]
