@@ -1,0 +1,19 @@
+"""Benchmarks of the judge service: each script compares configurations side by side in one run (the
+machines are shared and noisy, so only ratios measured together mean anything), writes
+benchmarks/out/<name>.json and prints a markdown table. Shared pieces, one concern each: report.py (machine
+facts, percentiles, result files), groups.py (deterministic judge groups), engine.py (the judge
+in-process), load.py (load generation), servers.py (the service served in-process or as a child process),
+rawhttp.py (a lean HTTP/1.1 client)."""
+
+import os
+from pathlib import Path
+
+# The engine is fastest with two OpenMP threads on the small CPU machines (see DESIGN.md); set before
+# torch/vLLM are imported anywhere (spawned engine processes import this package again).
+os.environ.setdefault("OMP_NUM_THREADS", "2")
+# vLLM logs every step at INFO on stdout; keep stdout for the result tables (override to debug).
+os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO_ROOT = BENCH_DIR.parent
+OUT_DIR = BENCH_DIR / "out"

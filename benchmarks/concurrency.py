@@ -21,20 +21,10 @@ import asyncio
 import sys
 from typing import Any
 
-from benchmarks.common import (
-    LoadResult,
-    latency_summary,
-    log,
-    make_groups,
-    markdown_table,
-    percentile,
-    run_load,
-    server_process,
-    tail,
-    wait_ready,
-    workdir,
-    write_result,
-)
+from benchmarks.groups import make_groups
+from benchmarks.load import LoadResult, run_load
+from benchmarks.report import latency_summary, log, markdown_table, percentile, write_result
+from benchmarks.servers import server_process, workdir
 
 NAME = "concurrency"
 BATCH_PATH = "/v1/judge/batch"
@@ -109,13 +99,8 @@ async def _main(args: argparse.Namespace) -> int:
     with workdir(NAME) as tmp:
         env["JUDGE_DB_PATH"] = str(tmp / "judgements.sqlite3")
         log_path = tmp / "server.log"
-        with server_process(env, log_path) as (base_url, process):
-            log(f"waiting for the service (pid {process.pid}) to load the engine ...")
-            try:
-                await wait_ready(base_url, args.start_timeout, process)
-            except Exception:
-                sys.stderr.write(tail(log_path, 40) + "\n")
-                raise
+        log("starting the service and waiting for it to load the engine ...")
+        with server_process(env, log_path, start_timeout_s=args.start_timeout) as (base_url, _):
             limits = httpx.Limits(max_connections=max(args.levels) * 2, max_keepalive_connections=None)
             async with httpx.AsyncClient(base_url=base_url, timeout=1800, limits=limits) as client:
                 batch = await _has_batch(client) and not args.no_batch

@@ -23,22 +23,11 @@ import asyncio
 import sys
 from typing import Any
 
-from benchmarks.common import (
-    SharedBackend,
-    bench_settings,
-    latency_summary,
-    log,
-    make_groups,
-    markdown_table,
-    ratio,
-    reset_prefix_cache,
-    run_load,
-    running_app,
-    split_pointwise,
-    start_engine,
-    workdir,
-    write_result,
-)
+from benchmarks.engine import SharedBackend, bench_settings, reset_prefix_cache, running_app, start_engine
+from benchmarks.groups import make_groups, split_pointwise
+from benchmarks.load import run_load
+from benchmarks.report import latency_summary, log, markdown_table, ratio, write_result
+from benchmarks.servers import workdir
 from judge_service.metrics import JudgeMetrics
 from judge_service.schemas import JudgeRequest, JudgeResponse
 

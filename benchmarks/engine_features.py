@@ -28,21 +28,11 @@ import uuid
 from dataclasses import replace
 from typing import Any
 
-from benchmarks.common import (
-    RecordingBackend,
-    bench_settings,
-    env_override,
-    log,
-    make_groups,
-    markdown_table,
-    ratio,
-    reset_prefix_cache,
-    run_load,
-    running_app,
-    start_engine,
-    workdir,
-    write_result,
-)
+from benchmarks.engine import RecordingBackend, bench_settings, reset_prefix_cache, running_app, start_engine
+from benchmarks.groups import make_groups
+from benchmarks.load import run_load
+from benchmarks.report import log, markdown_table, ratio, write_result
+from benchmarks.servers import env_override, workdir
 from judge_service.backends.base import Generation, GenerationRequest, JudgeBackend
 from judge_service.judging.llm.parser import parse_judgement
 from judge_service.schemas import JudgeRequest

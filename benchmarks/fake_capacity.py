@@ -33,23 +33,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import (
-    OUT_DIR,
-    RawHTTPConnection,
-    bench_settings,
-    latency_summary,
-    log,
-    make_groups,
-    markdown_table,
-    process_cpu_seconds,
-    ratio,
-    running_app,
-    server_process,
-    tail,
-    wait_ready,
-    workdir,
-    write_result,
-)
+from benchmarks import OUT_DIR
+from benchmarks.engine import bench_settings, running_app
+from benchmarks.groups import make_groups
+from benchmarks.rawhttp import RawHTTPConnection
+from benchmarks.report import latency_summary, log, markdown_table, ratio, write_result
+from benchmarks.servers import process_cpu_seconds, server_process, tail, workdir
 
 NAME = "fake_capacity"
 BATCH_PATH = "/v1/judge/batch"
@@ -136,7 +125,6 @@ async def _http_levels(args: argparse.Namespace, tmp: Path) -> tuple[list[dict[s
     levels: list[dict[str, Any]] = []
     extra: dict[str, Any] = {}
     with server_process(env, log_path) as (base_url, process):
-        await wait_ready(base_url, 60, process)
         host, port = "127.0.0.1", int(base_url.rsplit(":", 1)[1])
         conn = RawHTTPConnection(host, port)
         single = _payloads(conn, "/v1/judge", bodies, 1)

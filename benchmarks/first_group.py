@@ -24,16 +24,9 @@ import sys
 import time
 from typing import Any
 
-from benchmarks.common import (
-    SharedBackend,
-    bench_settings,
-    log,
-    markdown_table,
-    running_app,
-    start_engine,
-    workdir,
-    write_result,
-)
+from benchmarks.engine import SharedBackend, bench_settings, running_app, start_engine
+from benchmarks.report import log, markdown_table, write_result
+from benchmarks.servers import workdir
 from judge_service.schemas import JudgeRequest
 
 NAME = "first_group"

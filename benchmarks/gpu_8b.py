@@ -41,21 +41,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import (
-    BENCH_DIR,
-    SharedBackend,
-    bench_settings,
-    in_process_server,
-    log,
-    make_groups,
-    markdown_table,
-    ratio,
-    reset_prefix_cache,
-    running_app,
-    start_engine,
-    workdir,
-    write_result,
-)
+from benchmarks import BENCH_DIR
+from benchmarks.engine import SharedBackend, bench_settings, reset_prefix_cache, running_app, start_engine
+from benchmarks.groups import make_groups
+from benchmarks.report import log, markdown_table, ratio, write_result
+from benchmarks.servers import in_process_server, workdir
 
 NAME = "gpu_8b"
 CONFIG_PATH = BENCH_DIR / "gpu_model" / "config.json"

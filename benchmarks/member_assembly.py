@@ -23,18 +23,10 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
-from benchmarks.common import (
-    RawHTTPConnection,
-    log,
-    make_groups,
-    markdown_table,
-    percentile,
-    process_cpu_seconds,
-    server_process,
-    wait_ready,
-    workdir,
-    write_result,
-)
+from benchmarks.groups import make_groups
+from benchmarks.rawhttp import RawHTTPConnection
+from benchmarks.report import log, markdown_table, percentile, write_result
+from benchmarks.servers import process_cpu_seconds, server_process, workdir
 
 ANSWERS = 8
 
@@ -162,7 +154,6 @@ def main() -> None:
             "JUDGE_FAKE_LATENCY_S": str(args.judge_latency_s),
         }
         with server_process(env, tmp / "server.log") as (url, process):
-            asyncio.run(wait_ready(url, 60, process))
             results = asyncio.run(run(args, url, process.pid))
 
     def mean(mode: str, key: str) -> float:

@@ -22,15 +22,9 @@ from typing import Any
 
 import httpx
 
-from benchmarks.common import (
-    bench_settings,
-    log,
-    markdown_table,
-    percentile,
-    running_app,
-    workdir,
-    write_result,
-)
+from benchmarks.engine import bench_settings, running_app
+from benchmarks.report import log, markdown_table, percentile, write_result
+from benchmarks.servers import workdir
 from judge_service.backends.fake import FakeBackend
 from judge_service.schemas import JudgeRequest
 

@@ -29,17 +29,10 @@ import sys
 from statistics import mean
 from typing import Any
 
-from benchmarks.common import (
-    SharedBackend,
-    bench_settings,
-    log,
-    make_groups,
-    markdown_table,
-    running_app,
-    start_engine,
-    workdir,
-    write_result,
-)
+from benchmarks.engine import SharedBackend, bench_settings, running_app, start_engine
+from benchmarks.groups import make_groups
+from benchmarks.report import log, markdown_table, write_result
+from benchmarks.servers import workdir
 from judge_service.judging.llm.criteria import resolve_criteria
 from judge_service.judging.llm.orders import shown_orders
 from judge_service.quality.agreement import kendall_tau_b, spearman_rho

@@ -37,19 +37,10 @@ from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 
-from benchmarks.common import (
-    RawHTTPConnection,
-    log,
-    make_groups,
-    markdown_table,
-    percentile,
-    process_cpu_seconds,
-    ratio,
-    server_process,
-    wait_ready,
-    workdir,
-    write_result,
-)
+from benchmarks.groups import make_groups
+from benchmarks.rawhttp import RawHTTPConnection
+from benchmarks.report import log, markdown_table, percentile, ratio, write_result
+from benchmarks.servers import process_cpu_seconds, server_process, workdir
 from judge_service.store.group_commit import MAX_ROWS_PER_COMMIT
 from judge_service.store.postgres import PostgresJudgementStore
 from judge_service.store.sqlite import SqliteJudgementStore
@@ -129,8 +120,6 @@ async def measure(
             stack.enter_context(server_process(env, tmp / f"{config}-{i}-{time.monotonic_ns()}.log"))
             for i in range(replicas)
         ]
-        for url, process in servers:
-            await wait_ready(url, 60, process)
         ports = [int(urlsplit(url).port or 0) for url, _ in servers]
         payloads = [
             RawHTTPConnection("127.0.0.1", ports[0]).request_bytes("/v1/judge", json.dumps(b).encode())

@@ -26,22 +26,11 @@ import uuid
 from dataclasses import replace
 from typing import Any
 
-from benchmarks.common import (
-    RecordingBackend,
-    bench_settings,
-    in_process_server,
-    latency_summary,
-    log,
-    make_groups,
-    markdown_table,
-    ratio,
-    reset_prefix_cache,
-    run_load,
-    running_app,
-    start_engine,
-    workdir,
-    write_result,
-)
+from benchmarks.engine import RecordingBackend, bench_settings, reset_prefix_cache, running_app, start_engine
+from benchmarks.groups import make_groups
+from benchmarks.load import run_load
+from benchmarks.report import latency_summary, log, markdown_table, ratio, write_result
+from benchmarks.servers import in_process_server, workdir
 from judge_service.backends.base import Generation, GenerationRequest
 
 NAME = "service_overhead"

@@ -22,17 +22,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from benchmarks.common import (
-    RawHTTPConnection,
-    log,
-    make_groups,
-    markdown_table,
-    server_process,
-    wait_ready,
-    workdir,
-    write_result,
-)
+from benchmarks.groups import make_groups
+from benchmarks.rawhttp import RawHTTPConnection
+from benchmarks.report import log, markdown_table, write_result
 from benchmarks.scaleout import fresh_database, server_pids
+from benchmarks.servers import server_process, workdir
 
 NAME = "soak"
 
@@ -127,8 +121,6 @@ async def main_async(args: argparse.Namespace) -> None:
                 )
             ),
         ]
-        for server_url, process in servers:
-            await wait_ready(server_url, 60, process)
         ports = [int(urlsplit(u).port or 0) for u, _ in servers]
         pids = {
             f"{name}:{pid}": pid

@@ -23,16 +23,10 @@ from typing import Any
 
 import httpx
 
-from benchmarks.common import (
-    REPO_ROOT,
-    log,
-    make_groups,
-    markdown_table,
-    server_process,
-    wait_ready,
-    workdir,
-    write_result,
-)
+from benchmarks import REPO_ROOT
+from benchmarks.groups import make_groups
+from benchmarks.report import log, markdown_table, write_result
+from benchmarks.servers import server_process, workdir
 from judge_service.adapters.trl import judge_reward
 
 
@@ -130,8 +124,7 @@ def main() -> None:
     args = parser.parse_args()
     with workdir("adapters") as tmp:
         env = {"JUDGE_BACKEND": "fake", "JUDGE_HOME_DIR": str(tmp)}
-        with server_process(env, tmp / "server.log") as (url, process):
-            asyncio.run(wait_ready(url, 60, process))
+        with server_process(env, tmp / "server.log") as (url, _):
             log("adapter overhead: raw POST /v1/judge/batch vs judge_reward, 8 groups x 8 answers")
             overhead = asyncio.run(adapter_overhead(url, args.rounds))
             log("TRL: 2-step GRPO runs, judged vs constant reward")

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.api.service_process import REPO, ServiceProcess
+from tests.service_process import REPO, ServiceProcess
 
 
 @pytest.fixture(scope="module")

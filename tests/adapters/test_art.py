@@ -11,7 +11,7 @@ import subprocess
 import httpx
 
 from tests.adapters.conftest import run_in, trainer_python
-from tests.api.service_process import REPO, ServiceProcess
+from tests.service_process import REPO, ServiceProcess
 
 
 def test_judge_score_group_on_real_trajectory_groups(service: ServiceProcess) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 
 from tests.adapters.conftest import run_in
-from tests.api.service_process import ServiceProcess
+from tests.service_process import ServiceProcess
 
 CRITERIA = {"correctness", "helpfulness", "tone", "format"}
 

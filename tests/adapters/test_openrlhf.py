@@ -12,7 +12,7 @@ import httpx
 from openrlhf.utils.agent import SingleTurnAgentExecutor
 
 from judge_service.backends.fake import LEAVE_ONE_UNSCORED
-from tests.api.service_process import ServiceProcess
+from tests.service_process import ServiceProcess
 
 PROMPT = "<|im_start|>user\nHow do I share the report?<|im_end|>\n<|im_start|>assistant\n"
 RESPONSES = ["Click Share.", "Use the Share button.", "Email it.", "You cannot."]

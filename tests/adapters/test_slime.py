@@ -14,7 +14,7 @@ import pytest
 
 from judge_service.adapters.slime import judge_group_rm
 from judge_service.backends.fake import LEAVE_ONE_UNSCORED
-from tests.api.service_process import ServiceProcess
+from tests.service_process import ServiceProcess
 
 
 @dataclass

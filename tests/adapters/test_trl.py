@@ -17,7 +17,7 @@ from judge_service.adapters.groups import SplitGroupError
 from judge_service.adapters.trl import judge_criterion_rewards, judge_reward, judge_reward_sync
 from judge_service.backends.fake import LEAVE_ONE_UNSCORED
 from tests.adapters.conftest import example
-from tests.api.service_process import ServiceProcess
+from tests.service_process import ServiceProcess
 
 trl_example = example("trl_grpo")
 

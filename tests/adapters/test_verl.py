@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 
 from tests.adapters.conftest import run_in
-from tests.api.service_process import ServiceProcess
+from tests.service_process import ServiceProcess
 
 KEYS = {
     "score",

@@ -29,7 +29,7 @@ from judge_service.schemas import StoredJudgement
 from judge_service.store.base import IdempotencyKey
 from judge_service.store.sqlite import SqliteJudgementStore
 from tests.api.conftest import wait_ready
-from tests.api.service_process import ServiceProcess, group, metric_value
+from tests.service_process import ServiceProcess, group, metric_value
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -16,7 +16,7 @@ from fastapi import FastAPI
 from judge_service.app import create_app
 from judge_service.backends.fake import FakeBackend
 from judge_service.config import Settings
-from tests.api.service_process import ServiceProcess, metric_value
+from tests.service_process import ServiceProcess, metric_value
 
 
 @pytest.fixture(params=["local", "shared"])

@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.api.service_process import ServiceProcess, group, metric_value
+from tests.service_process import ServiceProcess, group, metric_value
 
 IN_FLIGHT = 2
 QUEUED = 3

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.common import bench_settings, make_groups, running_app
+from benchmarks.engine import bench_settings, running_app
+from benchmarks.groups import make_groups
 from benchmarks.position_bias import judge_in_four_orders, stand_ins, summarize
 from judge_service.backends.fake import FakeBackend
 from judge_service.schemas import StoredJudgement

@@ -16,7 +16,7 @@ from judge_service.backends.fake import FakeBackend
 from judge_service.config import Settings
 from judge_service.errors import JudgeBackendError
 from tests.api.conftest import group, wait_ready
-from tests.api.service_process import metric_value
+from tests.service_process import metric_value
 
 
 def until(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:

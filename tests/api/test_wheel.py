@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.api.service_process import REPO, group
+from tests.service_process import REPO, group
 
 _NOT_SOURCES = shutil.ignore_patterns(
     ".git",

@@ -15,12 +15,12 @@ import pytest
 import vllm
 import yaml
 
-from tests.api.service_process import ServiceProcess
 from tests.deploy.conftest import DEPLOY, exported_names, metric_names, run, tool
 from tests.deploy.test_prometheus import alert_metric_names
 from tests.scaleout.fake_engine import MODEL
 from tests.scaleout.load import body
 from tests.scaleout.processes import FakeEngine, Router
+from tests.service_process import ServiceProcess
 
 DASHBOARD = DEPLOY / "grafana" / "judge-service.json"
 

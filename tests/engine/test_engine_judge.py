@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.api.service_process import metric_value
+from tests.service_process import metric_value
 
 pytestmark = pytest.mark.engine
 

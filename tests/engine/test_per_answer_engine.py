@@ -9,8 +9,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.api.service_process import metric_value
 from tests.engine.test_engine_judge import CRITERIA, FOUR_ANSWERS, _group, _prefix_cache
+from tests.service_process import metric_value
 
 pytestmark = pytest.mark.engine
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.api.service_process import ServiceProcess
 from tests.scaleout.processes import Helper, Router, free_port
+from tests.service_process import ServiceProcess
 
 pytestmark = pytest.mark.engine
 

@@ -18,7 +18,7 @@ import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
 from judge_service.backends.fake import LEAVE_ONE_UNSCORED
-from tests.api.service_process import ServiceProcess
+from tests.service_process import ServiceProcess
 
 RUN = "browser-run"
 STEPS = 12

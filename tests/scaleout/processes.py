@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.api.service_process import REPO
+from tests.service_process import REPO
 
 _RUNNING = re.compile(r"Uvicorn running on http://127\.0\.0\.1:(\d+)")
 

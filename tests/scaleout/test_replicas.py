@@ -20,9 +20,9 @@ import httpx
 import psycopg
 import pytest
 
-from tests.api.service_process import REPO, ServiceProcess, metric_value
 from tests.postgres_server import ThrowawayCluster, fresh_database, run_migrate
 from tests.scaleout.load import body
+from tests.service_process import REPO, ServiceProcess, metric_value
 
 LEASE_S = 2.0
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.api.service_process import ServiceProcess, metric_value
 from tests.scaleout.fake_engine import MODEL
 from tests.scaleout.load import body
 from tests.scaleout.processes import FakeEngine, Router
+from tests.service_process import ServiceProcess, metric_value
 
 
 @pytest.fixture

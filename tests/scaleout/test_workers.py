@@ -13,8 +13,8 @@ import pytest
 from pydantic import ValidationError
 
 from judge_service.config import Settings
-from tests.api.service_process import ServiceProcess, metric_value
 from tests.scaleout.load import body
+from tests.service_process import ServiceProcess, metric_value
 
 
 def test_two_workers_share_the_port_and_their_metrics_add_up(

@@ -1,0 +1,57 @@
+"""Load generation: a fixed number of workers drawing from one queue, with latencies and failures."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+@dataclass
+class LoadResult:
+    wall_s: float
+    latencies_s: list[float]
+    results: list[Any] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> int:
+        return len(self.latencies_s)
+
+    def per_second(self, count: int | None = None) -> float:
+        done = self.ok if count is None else count
+        return done / self.wall_s if self.wall_s else float("nan")
+
+
+async def run_load(items: Sequence[T], call: Callable[[T], Awaitable[R]], concurrency: int) -> LoadResult:
+    """Run call(item) for every item with at most `concurrency` in flight (closed loop: a worker sends
+    its next item as soon as its previous one returns). Latency is per call; errors are collected."""
+    queue: asyncio.Queue[T] = asyncio.Queue()
+    for item in items:
+        queue.put_nowait(item)
+    result = LoadResult(wall_s=0.0, latencies_s=[])
+
+    async def worker() -> None:
+        while True:
+            try:
+                item = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            started = time.perf_counter()
+            try:
+                value = await call(item)
+            except Exception as exc:
+                result.errors.append(f"{type(exc).__name__}: {exc}"[:300])
+                continue
+            result.latencies_s.append(time.perf_counter() - started)
+            result.results.append(value)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, len(items))))))
+    result.wall_s = time.perf_counter() - started
+    return result
