@@ -1,8 +1,9 @@
 """What every store shares, so that no backend re-derives it: the stored document and the row around it,
 the page item cut from it, and the opaque paging cursor.
 
-A judgement is stored as one JSON document (StoredJudgement) beside a few indexed columns; a page item
-is the same document without what only GET /v1/judgements/{id} returns (the request, the raw outputs).
+A judgement is stored as one JSON document (its stored form, stored_form.py) beside a few indexed columns;
+a page item is the same document without what only GET /v1/judgements/{id} returns (the request, the raw
+outputs).
 A cursor is the store's own monotonic position of the last row on a page (a rowid, a bigserial),
 base64url-encoded; callers treat it as opaque and pass it back unchanged.
 """
@@ -11,16 +12,14 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import re
 from datetime import UTC, datetime
 
 from judge_service.errors import InvalidGroupError
-from judge_service.schemas import STORED, JudgeResponse, StoredJudgement
+from judge_service.schemas import JudgeResponse, StoredJudgement
+from judge_service.store import stored_form
 from judge_service.store.base import IdempotencyKey
 
-# Fields of a stored judgement that a page item (JudgeResponse) does not carry.
-_STORED_ONLY_KEYS = ("request", "raw_outputs")
 _CURSOR_RE = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 _POSITION_RE = re.compile(r"[1-9][0-9]{0,18}")
 
@@ -41,10 +40,6 @@ def now_text() -> str:
     return datetime.now(UTC).isoformat()
 
 
-def document(judgement: StoredJudgement) -> str:
-    return judgement.model_dump_json()
-
-
 def row(judgement: StoredJudgement, idempotency: IdempotencyKey | None) -> tuple[object, ...]:
     """One judgement's values for ROW_COLUMNS."""
     return (
@@ -57,7 +52,7 @@ def row(judgement: StoredJudgement, idempotency: IdempotencyKey | None) -> tuple
         judgement.judge_model,
         judgement.prompt_version,
         judgement.status,
-        document(judgement),
+        stored_form.document(judgement),
         idempotency.key if idempotency else None,
         idempotency.request_hash if idempotency else None,
         *summary(judgement),
@@ -86,15 +81,12 @@ def summary(judgement: StoredJudgement) -> tuple[object, ...]:
 
 
 def load_judgement(doc: str) -> StoredJudgement:
-    """A stored document back as a model; accepted as it was stored (STORED context), never refused."""
-    return StoredJudgement.model_validate_json(doc, context=STORED)
+    """A stored document back as a model; accepted as it was stored, never refused."""
+    return stored_form.from_stored(stored_form.load(doc))
 
 
 def page_item(doc: str) -> JudgeResponse:
-    data = json.loads(doc)
-    for key in _STORED_ONLY_KEYS:
-        data.pop(key, None)
-    return JudgeResponse.model_validate(data)
+    return stored_form.response_of(stored_form.load(doc))
 
 
 def encode_cursor(position: int) -> str:

@@ -1,8 +1,7 @@
-"""Grader fingerprints (what changes them, what does not) and how a stored request is replayed."""
+"""Grader fingerprints (judging/fingerprint.py): what changes them, what does not."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -10,7 +9,6 @@ import pytest
 from judge_service.backends.fake import FakeBackend
 from judge_service.backends.readiness import Readiness
 from judge_service.config import PACKAGED_PROMPTS
-from judge_service.errors import InvalidGroupError
 from judge_service.judging.fingerprint import grader_fingerprint
 from judge_service.judging.llm.admission import GroupAdmission
 from judge_service.judging.llm.caller import JudgeCaller, JudgeSettings
@@ -18,8 +16,7 @@ from judge_service.judging.llm.judge import LLMJudge
 from judge_service.judging.llm.prompt import PromptRenderer
 from judge_service.judging.registry import GraderRegistry
 from judge_service.metrics import JudgeMetrics
-from judge_service.schemas import JudgeRequest, RegradeRequest, StoredJudgement, Timings, Usage
-from judge_service.service.regrade import regraded_request
+from judge_service.schemas import JudgeRequest
 
 PROMPTS = PACKAGED_PROMPTS
 CRITERION = {"name": "correctness", "description": "right", "mark_1": "wrong", "mark_5": "right"}
@@ -92,50 +89,3 @@ def test_weights_and_rule_options_count_only_where_they_apply() -> None:
     assert fp(request(grader="similarity", options={"case_sensitive": True})) != fp(sim)
     # A rule-only grader does not depend on the judge's model.
     assert fp(sim, judge(model="other-judge")) == fp(sim)
-
-
-def stored(req: JudgeRequest, order_seed: int | None = 99) -> StoredJudgement:
-    return StoredJudgement(
-        judgement_id="0" * 32,
-        created_at=datetime(2025, 1, 1, tzinfo=UTC),
-        status="ok",
-        grader="judge",
-        judge_model="fake",
-        prompt_version="judge_group@x",
-        run_id=req.run_id,
-        step=req.step,
-        group_key=req.group_key,
-        answers=[],
-        usage=Usage(),
-        timings=Timings(),
-        attempts=1,
-        request=req,
-        raw_outputs=[],
-        order_seed=order_seed,
-    )
-
-
-def test_regraded_request_applies_overrides_and_keeps_the_shown_order() -> None:
-    old = stored(request(terms=[{"grader": "judge", "weight": 1}], run_id="r1", step=2))
-    new = regraded_request(old, RegradeRequest(judgement_ids=["x"], grader="similarity"))
-    assert (new.grader, new.terms, new.seed, new.run_id, new.step) == ("similarity", None, 99, "r1", 2)
-    new = regraded_request(
-        old, RegradeRequest(judgement_ids=["x"], criteria=[CRITERION], orders=2, as_run_id="r2")
-    )
-    assert new.criteria is not None and [c.name for c in new.criteria] == ["correctness"]
-    assert (new.orders, new.run_id, new.terms is not None) == (2, "r2", True)
-    assert regraded_request(stored(request(seed=7)), RegradeRequest(judgement_ids=["x"])).seed == 7
-    assert regraded_request(stored(request(), None), RegradeRequest(judgement_ids=["x"])).seed is None
-
-
-def test_overrides_that_break_the_request_are_an_invalid_group() -> None:
-    overrides = RegradeRequest(judgement_ids=["x"], criteria=[CRITERION, CRITERION])
-    with pytest.raises(InvalidGroupError, match="criterion name must be unique"):
-        regraded_request(stored(request()), overrides)
-
-
-def test_regrade_request_needs_exactly_one_source() -> None:
-    with pytest.raises(ValueError, match="exactly one"):
-        RegradeRequest()
-    with pytest.raises(ValueError, match="exactly one"):
-        RegradeRequest(judgement_ids=["x"], run_id="r")

@@ -1,0 +1,121 @@
+"""The stored form of a judgement: the JSON document each store keeps, a model of its own apart from the
+wire models, with converters both ways.
+
+The rule: what is stored is what these models declare, nothing else. A field added to the wire
+(`JudgeResponse`, `AnswerResult`, ...) is not stored until it is added here too; `NOT_STORED` names the
+wire fields that are deliberately not kept, and tests/store/test_stored_forms.py fails for a wire field in
+neither. A field added here must have a default (documents written before it lack it), and every document
+any build ever wrote must keep loading: tests/data holds databases written by earlier builds, loaded
+through these models by that test (add one when the form changes).
+
+Versions: the documents written so far are form 1 and carry no `form` key. A change that old documents
+cannot be read by default values (a renamed or re-typed field) is a form 2: a new model with `form: 2`,
+and `load` dispatches on the key. The caller's request is kept as the validated request's JSON: a regrade
+replays it as it was sent, so it is stored whole, and read back without the checks new requests get.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from judge_service.schemas import STORED, JudgeResponse, StoredJudgement
+
+
+class _Stored(BaseModel):
+    # extra="ignore": a document written by a newer build (a field this build does not know) still loads.
+    model_config = ConfigDict(extra="ignore", from_attributes=True)
+
+
+class CriterionMarkV1(_Stored):
+    mark: int
+    expected_mark: float | None = None
+    score: float
+    reason: str
+
+
+class TermScoreV1(_Stored):
+    grader: str
+    weight: float
+    score: float | None
+    explanation: str
+
+
+class AnswerResultV1(_Stored):
+    id: str
+    status: str
+    score: float | None
+    criteria: dict[str, CriterionMarkV1] | None = None
+    terms: list[TermScoreV1] | None = None
+    explanation: str | None = None
+    error: str | None = None
+
+
+class UsageV1(_Stored):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    judge_calls: int = 0
+
+
+class TimingsV1(_Stored):
+    queue_ms: float = 0.0
+    judge_ms: float = 0.0
+    total_ms: float = 0.0
+
+
+class StoredJudgementV1(_Stored):
+    judgement_id: str
+    created_at: datetime
+    status: str
+    grader: str
+    judge_model: str | None
+    prompt_version: str | None
+    run_id: str | None
+    step: int | None
+    group_key: str | None
+    answers: list[AnswerResultV1]
+    usage: UsageV1
+    timings: TimingsV1
+    attempts: int
+    order_seed: int | None = None
+    answer_orders: list[list[str]] | None = None
+    order_sensitivity: float | None = None
+    grader_fingerprint: str | None = None
+    regrade_of: str | None = None
+    request: dict[str, Any]
+    raw_outputs: list[str]
+
+
+# Wire fields that are not stored, by wire model (none yet: every field the service answers is kept).
+NOT_STORED: dict[str, frozenset[str]] = {}
+
+# What a page item (JudgeResponse) leaves out of the document: only GET /v1/judgements/{id} returns these.
+STORED_ONLY = frozenset({"request", "raw_outputs"})
+
+
+def to_stored(judgement: StoredJudgement) -> StoredJudgementV1:
+    fields = {name: getattr(judgement, name) for name in StoredJudgementV1.model_fields}
+    return StoredJudgementV1.model_validate({**fields, "request": judgement.request.model_dump(mode="json")})
+
+
+def document(judgement: StoredJudgement) -> str:
+    """The JSON a store writes for a judgement."""
+    return to_stored(judgement).model_dump_json()
+
+
+def load(doc: str | bytes) -> StoredJudgementV1:
+    """A stored document as its stored form."""
+    return StoredJudgementV1.model_validate_json(doc)
+
+
+def from_stored(stored: StoredJudgementV1) -> StoredJudgement:
+    """The wire judgement of a stored one: accepted as it was stored (STORED context), never refused by a
+    check added after it was written."""
+    return StoredJudgement.model_validate(stored, from_attributes=True, context=STORED)
+
+
+def response_of(stored: StoredJudgementV1) -> JudgeResponse:
+    """The page item of a stored judgement: everything but the request and the raw outputs."""
+    return JudgeResponse.model_validate(stored, from_attributes=True, context=STORED)

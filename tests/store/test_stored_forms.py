@@ -1,0 +1,99 @@
+"""Every judgement document that an earlier build stored (the databases in tests/data) loads through the
+stored form (store/stored_form.py), as a judgement and as a page item, and is written back with everything
+it held; the documents of the last build before the stored form are written back byte for byte. And no wire
+field is left out of the stored form unless it is named as not stored."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from judge_service.schemas import (
+    AnswerResult,
+    CriterionMark,
+    JudgeResponse,
+    StoredJudgement,
+    TermScore,
+    Timings,
+    Usage,
+)
+from judge_service.store import codec, stored_form
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+DATABASES = sorted(DATA.glob("judgements-*.sqlite3"))
+# Written by the build just before the stored form existed: its documents must come back unchanged.
+LAST_WIRE_FORM = DATA / "judgements-11ef8eb.sqlite3"
+
+
+def documents(path: Path) -> list[str]:
+    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
+        return [doc for (doc,) in conn.execute("SELECT doc FROM judgements ORDER BY rowid")]
+
+
+def kept(old: Any, new: Any, where: str = "$") -> None:
+    """Everything `old` held is in `new` with the same value (new may hold more: defaults added later)."""
+    if isinstance(old, dict):
+        assert isinstance(new, dict), where
+        for key, value in old.items():
+            assert key in new, f"{where}.{key} was dropped"
+            kept(value, new[key], f"{where}.{key}")
+    elif isinstance(old, list):
+        assert isinstance(new, list) and len(new) == len(old), where
+        for index, (a, b) in enumerate(zip(old, new, strict=True)):
+            kept(a, b, f"{where}[{index}]")
+    else:
+        assert old == new, f"{where}: {old!r} became {new!r}"
+
+
+def test_the_fixtures_cover_several_builds_and_every_feature_they_stored() -> None:
+    assert {p.name for p in DATABASES} >= {"judgements-4b52f6d.sqlite3", LAST_WIRE_FORM.name}
+    docs = [json.loads(d) for p in DATABASES for d in documents(p)]
+    assert len(docs) >= 9
+    marks = [m for d in docs for a in d["answers"] for m in (a.get("criteria") or {}).values()]
+    assert any(m.get("expected_mark") is not None for m in marks), "no expected marks stored"
+    assert any(d.get("regrade_of") for d in docs) and any(d["status"] == "failed" for d in docs)
+    assert any(a.get("terms") for d in docs for a in d["answers"])
+
+
+@pytest.mark.parametrize("database", DATABASES, ids=lambda p: p.name)
+def test_every_stored_document_loads_and_is_written_back_with_all_it_held(database: Path) -> None:
+    for doc in documents(database):
+        judgement = codec.load_judgement(doc)
+        assert isinstance(judgement, StoredJudgement)
+        item = codec.page_item(doc)
+        assert item == judgement.response()
+        rewritten = stored_form.document(judgement)
+        kept(json.loads(doc), json.loads(rewritten))
+        assert codec.load_judgement(rewritten) == judgement
+        if database == LAST_WIRE_FORM:
+            assert rewritten == doc
+
+
+WIRE_AND_STORED: list[tuple[type[BaseModel], type[BaseModel]]] = [
+    (StoredJudgement, stored_form.StoredJudgementV1),
+    (JudgeResponse, stored_form.StoredJudgementV1),
+    (AnswerResult, stored_form.AnswerResultV1),
+    (CriterionMark, stored_form.CriterionMarkV1),
+    (TermScore, stored_form.TermScoreV1),
+    (Usage, stored_form.UsageV1),
+    (Timings, stored_form.TimingsV1),
+]
+
+
+@pytest.mark.parametrize(("wire", "stored"), WIRE_AND_STORED, ids=lambda m: m.__name__)
+def test_every_wire_field_is_stored_or_named_as_not_stored(
+    wire: type[BaseModel], stored: type[BaseModel]
+) -> None:
+    missing = (
+        set(wire.model_fields) - set(stored.model_fields) - stored_form.NOT_STORED.get(wire.__name__, set())
+    )
+    assert not missing, (
+        f"{wire.__name__} fields {sorted(missing)} are not in the stored form: add them to "
+        f"store/stored_form.py (with a default) or to NOT_STORED"
+    )

@@ -1,0 +1,70 @@
+"""Regrading (service/regrade.py): how a stored request is replayed under overrides."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from judge_service.errors import InvalidGroupError
+from judge_service.schemas import JudgeRequest, RegradeRequest, StoredJudgement, Timings, Usage
+from judge_service.service.regrade import regraded_request
+
+CRITERION = {"name": "correctness", "description": "right", "mark_1": "wrong", "mark_5": "right"}
+
+
+def request(**extra: Any) -> JudgeRequest:
+    body: dict[str, Any] = {
+        "conversation": [{"role": "user", "content": "2+2?"}],
+        "reference": "4",
+        "answers": [{"id": "a", "text": "4"}, {"id": "b", "text": "5"}],
+    }
+    return JudgeRequest.model_validate(body | extra)
+
+
+def stored(req: JudgeRequest, order_seed: int | None = 99) -> StoredJudgement:
+    return StoredJudgement(
+        judgement_id="0" * 32,
+        created_at=datetime(2025, 1, 1, tzinfo=UTC),
+        status="ok",
+        grader="judge",
+        judge_model="fake",
+        prompt_version="judge_group@x",
+        run_id=req.run_id,
+        step=req.step,
+        group_key=req.group_key,
+        answers=[],
+        usage=Usage(),
+        timings=Timings(),
+        attempts=1,
+        request=req,
+        raw_outputs=[],
+        order_seed=order_seed,
+    )
+
+
+def test_regraded_request_applies_overrides_and_keeps_the_shown_order() -> None:
+    old = stored(request(terms=[{"grader": "judge", "weight": 1}], run_id="r1", step=2))
+    new = regraded_request(old, RegradeRequest(judgement_ids=["x"], grader="similarity"))
+    assert (new.grader, new.terms, new.seed, new.run_id, new.step) == ("similarity", None, 99, "r1", 2)
+    new = regraded_request(
+        old, RegradeRequest(judgement_ids=["x"], criteria=[CRITERION], orders=2, as_run_id="r2")
+    )
+    assert new.criteria is not None and [c.name for c in new.criteria] == ["correctness"]
+    assert (new.orders, new.run_id, new.terms is not None) == (2, "r2", True)
+    assert regraded_request(stored(request(seed=7)), RegradeRequest(judgement_ids=["x"])).seed == 7
+    assert regraded_request(stored(request(), None), RegradeRequest(judgement_ids=["x"])).seed is None
+
+
+def test_overrides_that_break_the_request_are_an_invalid_group() -> None:
+    overrides = RegradeRequest(judgement_ids=["x"], criteria=[CRITERION, CRITERION])
+    with pytest.raises(InvalidGroupError, match="criterion name must be unique"):
+        regraded_request(stored(request()), overrides)
+
+
+def test_regrade_request_needs_exactly_one_source() -> None:
+    with pytest.raises(ValueError, match="exactly one"):
+        RegradeRequest()
+    with pytest.raises(ValueError, match="exactly one"):
+        RegradeRequest(judgement_ids=["x"], run_id="r")
