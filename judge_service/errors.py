@@ -1,16 +1,23 @@
 """The service's one exception tree. api/errors.py maps it to HTTP; nothing else does.
 
     JudgeServiceError                  code            HTTP
-    ├── InvalidGroupError              invalid_group   422  the request is well-formed JSON but unusable
+    ├── InvalidGroupError              invalid_group   422  the request is well-formed but unusable
     │   └── PromptTooLongError         prompt_too_long 422  the rendered group exceeds the judge's context
     ├── NotFoundError                  not_found       404
-    ├── ConflictError                  conflict        409  an Idempotency-Key reused for another request
+    ├── ConflictError                  conflict        409  an Idempotency-Key reused for another request,
+    │                                                       or a member that does not fit its group
     ├── OverloadedError                overloaded      429  admission queue full (carries retry_after_s)
     ├── NotReadyError                  not_ready       503  the engine is still loading or has shut down
     ├── ShuttingDownError              shutting_down   503  the service is stopping; retry (Retry-After)
     ├── StoreUnavailableError          store_unavailable 503  the database cannot be reached; retry
     └── JudgeBackendError              judge_unavailable 502  the judge could not produce any output
         └── JudgeTimeoutError          judge_timeout   504  the group's deadline passed
+
+Two codes answer 422, on purpose, one per kind of refusal: `invalid_request` (api/errors.py) when the
+request does not match its schema (a field missing, mistyped or out of bounds; `details` lists each field
+and problem, as pydantic found it), and `invalid_group` when it matches but the service cannot use it (a
+grader name it does not know, a cursor no store issued, labels for answers the judgement does not hold).
+A client fixes the first by its schema and the second by the message.
 
 Malformed judge *output* is not an exception: the parser returns typed per-answer failures, and the
 service turns exhausted retries into unscored answers (never a score of 0).

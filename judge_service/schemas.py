@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, model_validator
+
+
+def canonical_json(value: Any, *, ascii_only: bool = True) -> str:
+    """The one canonical JSON spelling: sorted keys, no spaces. What hashes and compares JSON uses it. The
+    two spellings are pinned by what is stored: request hashes (Idempotency-Key) and member groups' fields
+    escape non-ASCII (`ascii_only`); grader fingerprints keep it as UTF-8."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=ascii_only)
+
 
 ANSWER_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,63}$"
 CRITERION_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,31}$"
@@ -30,6 +39,7 @@ SCORE_FROM_DESCRIPTION = (
 )
 RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$"
 MAX_RUNS_PAGE = 500  # GET /v1/runs
+MAX_JUDGEMENTS_PAGE = 500  # GET /v1/runs/{run_id}/judgements (the clients page at it)
 MAX_STEPS_PAGE = 2000  # GET /v1/runs/{run_id}/steps: a plot of a long run in one call
 MAX_STEP = 2**63 - 1  # the largest integer both stores hold (SQLite INTEGER, PostgreSQL BIGINT)
 MAX_MEMBER_DEADLINE_S = 3600.0  # the longest a member may wait for its group
@@ -418,9 +428,6 @@ class BatchJudgeResponse(ResponseModel):
 
 class ErrorResponse(ResponseModel):
     error: ErrorBody
-
-
-PositiveLimit = Annotated[int, Field(ge=1, le=500)]
 
 
 # --------------------------------------------------------------------------- regrading

@@ -7,17 +7,18 @@ from fastapi.responses import PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from judge_service.api.deps import MetricsDep
+from judge_service.api.paths import LIVENESS, METRICS, READINESS
 from judge_service.backends.readiness import Readiness
 
 router = APIRouter()
 
 
-@router.get("/healthz", summary="The process is alive")
+@router.get(LIVENESS, summary="The process is alive")
 async def healthz() -> dict[str, str]:
     return {"status": "alive"}
 
 
-@router.get("/readyz", summary="The judge model is loaded and requests will be graded")
+@router.get(READINESS, summary="The judge model is loaded and requests will be graded")
 async def readyz(response: Response, request: Request) -> dict[str, str]:
     """ready; loading; draining (shutting down); unavailable (the judge endpoint does not answer its
     health check); failed (the backend could not start, or the in-process engine died): all but ready 503."""
@@ -33,6 +34,6 @@ async def readyz(response: Response, request: Request) -> dict[str, str]:
     return body
 
 
-@router.get("/metrics", summary="Prometheus metrics", response_class=PlainTextResponse)
+@router.get(METRICS, summary="Prometheus metrics", response_class=PlainTextResponse)
 async def metrics(metrics: MetricsDep) -> Response:
     return Response(content=metrics.render(), media_type=CONTENT_TYPE_LATEST)

@@ -10,6 +10,7 @@ from judge_service.api.deps import AssemblyDep, JudgementId, RunId, ServiceDep
 from judge_service.api.headers import idempotency_key_header
 from judge_service.api.middleware.auth import caller_of
 from judge_service.schemas import (
+    MAX_JUDGEMENTS_PAGE,
     MAX_RUNS_PAGE,
     MAX_STEP,
     MAX_STEPS_PAGE,
@@ -91,7 +92,7 @@ async def list_run_judgements(
     run_id: RunId,
     service: ServiceDep,
     step: Annotated[int | None, Query(ge=0, le=MAX_STEP)] = None,
-    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+    limit: Annotated[int, Query(ge=1, le=MAX_JUDGEMENTS_PAGE)] = 100,
     cursor: Annotated[str | None, Query(max_length=64)] = None,
 ) -> JudgementPage:
     return await service.list_run(run_id, step=step, limit=limit, cursor=cursor)

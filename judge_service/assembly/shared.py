@@ -42,7 +42,7 @@ from judge_service.assembly.common import (
 )
 from judge_service.errors import ConflictError
 from judge_service.metrics import JudgeMetrics
-from judge_service.schemas import MemberRequest, MemberResponse
+from judge_service.schemas import MemberRequest, MemberResponse, canonical_json
 from judge_service.service import JudgeService
 from judge_service.service.idempotency import ScopedKey
 from judge_service.store.base import JudgementStore, MemberJoin
@@ -103,7 +103,7 @@ class SharedGroupAssembly:
         group = await self._store.join_group(
             MemberJoin(
                 group_key=group_key,
-                fields=json.dumps(fields, sort_keys=True, separators=(",", ":")),
+                fields=canonical_json(fields),
                 size=member.group_size,
                 min_members=min_members,
                 deadline_s=deadline_s,

@@ -12,6 +12,7 @@ import judge_service.client.calls as calls
 from judge_service.client.errors import bearer_headers
 from judge_service.client.retry import RetryPolicy
 from judge_service.schemas import (
+    MAX_JUDGEMENTS_PAGE,
     AgreementReport,
     AgreementRequest,
     BatchItem,
@@ -34,7 +35,6 @@ from judge_service.schemas import (
 )
 
 T = TypeVar("T")
-PAGE_SIZE = 500  # the largest page the service serves
 
 
 class JudgeClient:
@@ -83,7 +83,12 @@ class JudgeClient:
         return self._send(calls.judgement(judgement_id))
 
     def list_run(
-        self, run_id: str, *, step: int | None = None, limit: int = PAGE_SIZE, cursor: str | None = None
+        self,
+        run_id: str,
+        *,
+        step: int | None = None,
+        limit: int = MAX_JUDGEMENTS_PAGE,
+        cursor: str | None = None,
     ) -> JudgementPage:
         return self._send(calls.run_page(run_id, step=step, limit=limit, cursor=cursor))
 

@@ -16,13 +16,13 @@ judgements stored by earlier builds compare with new ones.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Hashable, Mapping
 from typing import Any
 
 from pydantic import BaseModel
 
 from judge_service.judging.plan import GradingPlan
+from judge_service.schemas import canonical_json
 
 FINGERPRINT_CHARS = 16
 # Options larger than this (a big schema, hundreds of labels) are not kept as cache keys.
@@ -75,5 +75,5 @@ def _options_key(options: Any) -> Hashable | None:
 
 
 def fingerprint(config: Mapping[str, Any]) -> str:
-    canonical = json.dumps(config, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    canonical = canonical_json(config, ascii_only=False)
     return hashlib.sha256(canonical.encode()).hexdigest()[:FINGERPRINT_CHARS]

@@ -8,9 +8,14 @@ from typing import Any, Protocol, TypeVar
 
 from judge_service.quality.agreement import HumanLabels, JudgementIndex
 from judge_service.quality.labels import agreement_by_fingerprint
-from judge_service.schemas import FingerprintAgreement, JudgementPage, JudgeResponse, StoredJudgement
+from judge_service.schemas import (
+    MAX_JUDGEMENTS_PAGE,
+    FingerprintAgreement,
+    JudgementPage,
+    JudgeResponse,
+    StoredJudgement,
+)
 
-PAGE_SIZE = 500  # the largest page the HTTP API serves
 _FETCH_CONCURRENCY = 16
 
 
@@ -28,7 +33,7 @@ async def iter_run(
     """Every judgement of the run, oldest first; only those of one grader fingerprint when given."""
     cursor: str | None = None
     while True:
-        page = await lister.list_run(run_id, step=step, limit=PAGE_SIZE, cursor=cursor)
+        page = await lister.list_run(run_id, step=step, limit=MAX_JUDGEMENTS_PAGE, cursor=cursor)
         for item in page.items:
             if fingerprint is None or item.grader_fingerprint == fingerprint:
                 yield item

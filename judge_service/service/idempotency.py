@@ -34,7 +34,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import json
 import logging
 import os
 import socket
@@ -44,7 +43,7 @@ from dataclasses import dataclass, field
 
 from judge_service.errors import ConflictError
 from judge_service.metrics import JudgeMetrics
-from judge_service.schemas import JudgeRequest, JudgeResponse
+from judge_service.schemas import JudgeRequest, JudgeResponse, canonical_json
 from judge_service.store.base import IdempotencyKey, IdempotencyKeyTaken, JudgementStore
 
 log = logging.getLogger(__name__)
@@ -57,7 +56,7 @@ GradeFn = Callable[..., Awaitable[JudgeResponse]]  # JudgeService._grade(request
 
 
 def request_hash(request: JudgeRequest) -> str:
-    canonical = json.dumps(request.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    canonical = canonical_json(request.model_dump(mode="json"))
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 

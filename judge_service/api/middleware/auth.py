@@ -26,6 +26,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from judge_service.api.errors import error_response
 from judge_service.api.middleware.session import SESSION_COOKIE, SessionSigner
+from judge_service.api.paths import METRICS, PROBES
 
 _REALM = 'Bearer realm="judge-service"'
 _CALLER = "caller"  # in scope["state"], where Starlette's request.state reads
@@ -41,7 +42,7 @@ def parse_keys(raw: SecretStr | str | None) -> list[str]:
 
 def public_paths(metrics_public: bool) -> frozenset[str]:
     """Routes answered without a key: the probes, and /metrics unless JUDGE_METRICS_PUBLIC=false."""
-    return frozenset({"/healthz", "/readyz", *(["/metrics"] if metrics_public else [])})
+    return PROBES | {METRICS} if metrics_public else PROBES
 
 
 class KeyRing:

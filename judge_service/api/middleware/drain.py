@@ -19,11 +19,12 @@ import logging
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from judge_service.api.errors import error_response
+from judge_service.api.paths import METRICS, PROBES
 
 log = logging.getLogger(__name__)
 
 # Always answered, also while draining: probes must see the state, not a refusal.
-UNTRACKED_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
+UNTRACKED_PATHS = PROBES | {METRICS}
 
 
 class DrainState:

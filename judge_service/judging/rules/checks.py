@@ -29,7 +29,7 @@ from referencing.exceptions import Unresolvable
 from judge_service.judging.base import Grade
 from judge_service.judging.json_text import extract_json
 from judge_service.judging.rules.text import normalize, shorten
-from judge_service.schemas import RuleOptions
+from judge_service.schemas import RuleOptions, canonical_json
 
 _LABEL_QUOTES = "\"'`“”‘’«»*"
 
@@ -61,7 +61,9 @@ class JsonGrader:
     name = "json"
 
     def grade(self, answer: str, reference: str, options: RuleOptions) -> Grade:
-        validator = _validator(_canonical(options.json_schema)) if options.json_schema is not None else None
+        validator = (
+            _validator(canonical_json(options.json_schema)) if options.json_schema is not None else None
+        )
         document, error = extract_json(answer)
         if error is not None:
             return Grade(score=0.0, explanation=shorten(error))
@@ -76,10 +78,6 @@ class JsonGrader:
         return Grade(
             score=0.0, explanation=shorten(f"schema violation at {first.json_path}: {first.message}")
         )
-
-
-def _canonical(schema: dict[str, Any]) -> str:
-    return json.dumps(schema, sort_keys=True, separators=(",", ":"))
 
 
 @lru_cache(maxsize=32)
