@@ -1,20 +1,30 @@
-# The two commands a fresh machine needs: `make serve` and `make test`. Both install first.
+# The two commands a fresh machine needs: `make serve` and `make test`. Both install first: `make serve`
+# only what serving needs (the runtime, the engine, the embedded model), `make test` also the test tools,
+# the trainer packages and the Debian tools the tests drive. Each install runs again only when its inputs
+# change.
 VENV ?= .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
+SERVE_STAMP := $(VENV)/.installed-serve
+DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: install serve test test-unit test-engine lint bench-rules
+.PHONY: install install-dev serve test test-unit test-engine lint bench-rules
 
-$(STAMP): pyproject.toml scripts/install.sh
+$(SERVE_STAMP): pyproject.toml scripts/install.sh
 	bash scripts/install.sh $(VENV)
-	touch $(STAMP)
+	touch $(SERVE_STAMP)
 
-install: $(STAMP)
+$(DEV_STAMP): pyproject.toml scripts/install.sh
+	bash scripts/install.sh $(VENV) --dev
+	touch $(SERVE_STAMP) $(DEV_STAMP)
+
+install: $(SERVE_STAMP)
+
+install-dev: $(DEV_STAMP)
 
 serve: install
 	$(PY) -m judge_service serve
 
-lint: install
+lint: install-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
@@ -26,8 +36,8 @@ test: lint
 	$(PY) -m pytest -m "not engine" -q
 	$(PY) -m pytest -m engine -q -p no:randomly
 
-test-unit: install
+test-unit: install-dev
 	$(PY) -m pytest -m "not engine" -q
 
-test-engine: install
+test-engine: install-dev
 	$(PY) -m pytest -m engine -q -p no:randomly

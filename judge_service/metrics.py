@@ -143,7 +143,7 @@ class JudgeMetrics:
             registry=r,
         )
 
-        # Group assembly (POST /v1/judge/member, assembly.py).
+        # Group assembly (POST /v1/judge/member, assembly/).
         self.member_open_groups = Gauge(
             "judge_member_open_groups",
             "Groups collecting members (not yet complete or at their deadline)",

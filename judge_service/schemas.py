@@ -209,7 +209,7 @@ def _refuse_duplicates(what: str, values: list[str]) -> None:
 
 class MemberRequest(StrictModel):
     """One answer of a group, sent on its own by a trainer that scores one sample at a time
-    (POST /v1/judge/member): the service holds members until the group is complete (assembly.py)."""
+    (POST /v1/judge/member): the service holds members until the group is complete (assembly/)."""
 
     group_key: Text = Field(min_length=1, max_length=256, description="Names the group; one per prompt.")
     group_size: int = Field(ge=1, le=MAX_ANSWERS, description="How many answers the group will have.")

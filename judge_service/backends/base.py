@@ -71,7 +71,7 @@ class JudgeBackend(Protocol):
         ...
 
     async def check_health(self) -> BackendHealth:
-        """Whether generate() can work now; asked periodically after start() (judge_service/readiness.py).
+        """Whether generate() can work now; asked periodically after start() (backends/readiness.py).
         Cheap, bounded in time, never raises."""
         ...
 

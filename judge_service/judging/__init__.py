@@ -5,8 +5,11 @@
 - plan.py: a request's grading plan: run every term's grader, blend per answer (blend.py);
 - fingerprint.py: the hash of everything that decides a judgement's scores;
 - rules/: the rule graders (similarity, numbers, exact, contains, json, label, json-fields);
-- llm/: the LLM judge, a grader like the others: prompt, answer orders, backend calls, parsing, retries.
+- json_text.py: the one reader of JSON inside text (the judge's replies, the JSON rule graders);
+- rules/: the rule graders (similarity, numbers, exact, contains, json, label, json-fields);
+- llm/: the LLM judge, a grader like the others: admission, prompt, answer orders, backend calls,
+  parsing, retries.
 
-Imported by the service (and app.py, which builds the registry); imports schemas, errors, metrics, the
-backend protocol and admission, never the api, the store or the service.
+Imported by the service (and app.py, which builds the registry); imports schemas, errors, metrics and
+backends/, never the api, the store or the service. rules/ and llm/ do not import each other.
 """

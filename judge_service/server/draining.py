@@ -65,7 +65,7 @@ def serve(settings: Settings, listen_fd: int | None = None) -> int:
     """Run one server process until it stops; 1 when it stopped because the judge backend failed."""
     server: DrainingServer | None = None
 
-    def stop() -> None:  # the in-process engine died (readiness.py): stop as on SIGTERM
+    def stop() -> None:  # the in-process engine died (backends/readiness.py): stop as on SIGTERM
         if server is not None:
             server.should_exit = True
 

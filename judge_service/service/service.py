@@ -156,7 +156,7 @@ class JudgeService:
     async def regrade(
         self, request: RegradeRequest, *, idempotency_key: str | None = None, caller: str | None = None
     ) -> RegradeResponse:
-        """Re-score stored groups under other grader settings (quality/regrade.py); failures per group.
+        """Re-score stored groups under other grader settings (regrade.py); failures per group.
         With an idempotency key, each stored group is re-scored at most once per key and caller."""
         next_cursor = None
         if request.judgement_ids is not None:

@@ -39,7 +39,7 @@ class Claim:
 
 @dataclass(frozen=True)
 class MemberGroup:
-    """A group assembled from member requests, as the store holds it (assembly_shared.py)."""
+    """A group assembled from member requests, as the store holds it (assembly/shared.py)."""
 
     fields: str  # canonical JSON of the group fields its first member fixed
     size: int

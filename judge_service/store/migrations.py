@@ -161,7 +161,7 @@ MIGRATIONS: tuple[Migration, ...] = (
             """,
         },
     ),
-    # Groups assembled from member requests across replicas (judge_service/assembly_shared.py): the
+    # Groups assembled from member requests across replicas (judge_service/assembly/shared.py): the
     # first member's group fields, the deadline on the database's clock, and each member's answer.
     Migration(
         "m004_member_groups",

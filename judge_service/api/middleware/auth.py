@@ -7,9 +7,9 @@ key's length. Keys are never logged or echoed; a 401 says only what to send.
 
 An accepted request carries its caller's identity in scope["state"]["caller"]: the first 16 hex digits of
 the key's SHA-256, which names the key without revealing it. Idempotency keys are scoped by it, so
-tenants sharing the service cannot collide (judge_service/idempotency.py).
+tenants sharing the service cannot collide (service/idempotency.py).
 
-The pages under /ui also accept the signed session cookie their sign-in sets (ui/session.py); without
+The pages under /ui also accept the signed session cookie their sign-in sets (session.py); without
 either, a page request is sent to the sign-in page (a GET) or refused 401 (anything else).
 """
 
