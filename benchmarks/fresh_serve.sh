@@ -27,7 +27,7 @@ ready=$(date +%s.%N)
 installed=$(stat -c %Y .venv/.installed* | sort -n | tail -1)
 echo "rev $(git rev-parse --short HEAD): ready $(python3 -c "print(round($ready - $started))") s after make serve" \
   "(install $(python3 -c "print(round($installed - $started))") s, then the engine)"
-echo "environment: $(du -sh .venv | cut -f1)," \
-  "$(.venv/bin/python -m pip list --format=freeze 2>/dev/null | wc -l) packages;" \
-  "test-only packages present: $(.venv/bin/python -m pip list --format=freeze 2>/dev/null \
-    | grep -ioE '^(playwright|trl|schemathesis|vllm-router|pytest)==' | tr -d '=' | tr '\n' ' ' || true)"
+size=$(du -sh .venv | cut -f1)
+packages=$(.venv/bin/python -m pip list --format=freeze 2>/dev/null || true)
+test_only=$(grep -ioE '^(playwright|trl|schemathesis|vllm-router|pytest)==' <<<"$packages" | tr -d '=' | tr '\n' ' ' || true)
+echo "environment: $size, $(wc -l <<<"$packages") packages; test-only packages in it: ${test_only:-none}"

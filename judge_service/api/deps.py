@@ -5,7 +5,8 @@ The providers are async on purpose: FastAPI runs sync dependencies in a thread p
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Awaitable, Callable
+from typing import Annotated, TypeVar, cast
 
 from fastapi import Depends, Path, Request
 
@@ -15,31 +16,24 @@ from judge_service.metrics import JudgeMetrics
 from judge_service.schemas import MAX_STEP, RUN_ID_PATTERN
 from judge_service.service import JudgeService
 
-
-async def _service(request: Request) -> JudgeService:
-    service: JudgeService = request.app.state.service
-    return service
+T = TypeVar("T")
 
 
-async def _assembly(request: Request) -> MemberAssembly:
-    assembly: MemberAssembly = request.app.state.assembly
-    return assembly
+def _app_state(name: str, kind: type[T]) -> Callable[[Request], Awaitable[T]]:
+    """A dependency giving the object app.py keeps on app.state under `name`."""
+
+    async def provide(request: Request) -> T:
+        return cast(T, getattr(request.app.state, name))
+
+    provide.__name__ = f"app_state_{name}"
+    return provide
 
 
-async def _metrics(request: Request) -> JudgeMetrics:
-    metrics: JudgeMetrics = request.app.state.metrics
-    return metrics
-
-
-async def _keys(request: Request) -> KeyRing:
-    keys: KeyRing = request.app.state.keys
-    return keys
-
-
-ServiceDep = Annotated[JudgeService, Depends(_service)]
-MetricsDep = Annotated[JudgeMetrics, Depends(_metrics)]
-AssemblyDep = Annotated[MemberAssembly, Depends(_assembly)]
-KeysDep = Annotated[KeyRing, Depends(_keys)]  # the API keys, and the page sessions they sign
+ServiceDep = Annotated[JudgeService, Depends(_app_state("service", JudgeService))]
+MetricsDep = Annotated[JudgeMetrics, Depends(_app_state("metrics", JudgeMetrics))]
+AssemblyDep = Annotated[MemberAssembly, Depends(_app_state("assembly", MemberAssembly))]
+# The API keys, and the page sessions they sign.
+KeysDep = Annotated[KeyRing, Depends(_app_state("keys", KeyRing))]
 
 # Path parameters the JSON routes and the pages share.
 JudgementId = Annotated[str, Path(pattern=r"^[0-9a-f]{32}$", description="judgement_id from a judge reply")]

@@ -11,20 +11,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from judge_service.assembly.common import (
-    AssemblySettings,
-    ClosedBy,
-    admit_group,
-    admit_member,
-    check_member,
-    deadline_and_minimum,
-    from_stored,
-    group_idempotency_key,
-    group_request,
-    incomplete_reply,
-    member_reply,
-    shutting_down,
-)
+from judge_service.assembly import common
+from judge_service.assembly.common import AssemblySettings, ClosedBy
 from judge_service.errors import ConflictError
 from judge_service.metrics import JudgeMetrics
 from judge_service.schemas import MemberRequest, MemberResponse
@@ -64,13 +52,13 @@ class GroupAssembly:
     async def submit(self, member: MemberRequest, *, caller: str | None) -> MemberResponse:
         """This member's result once its group is judged (module docstring)."""
         if self._shutting_down:
-            raise shutting_down()
-        key = group_idempotency_key(member)
+            raise common.shutting_down()
+        key = common.group_idempotency_key(member)
         group = self._open.get((caller, key))
         if group is None:
             stored = await self._service.stored_under(key, caller)
             if stored is not None:
-                return from_stored(stored, member)
+                return common.from_stored(stored, member)
             if (caller, key) in self._incomplete:
                 raise ConflictError(
                     f"group {member.group_key!r} closed incomplete at its deadline; its members were "
@@ -81,8 +69,8 @@ class GroupAssembly:
             group = self._open.get((caller, key)) or self._open_group(caller, key, member)
         answer = member.answer
         known = group.answers.get(answer.id)
-        check_member(group.fixed, known, member)
-        admit_member(self._settings, self._waiting)
+        common.check_member(group.fixed, known, member)
+        common.admit_member(self._settings, self._waiting)
         future: asyncio.Future[MemberResponse] = asyncio.get_running_loop().create_future()
         group.waiting.setdefault(answer.id, []).append(future)
         self._waiting += 1
@@ -99,8 +87,8 @@ class GroupAssembly:
             self._metrics.members_waiting.set(self._waiting)
 
     def _open_group(self, caller: str | None, key: str, member: MemberRequest) -> _OpenGroup:
-        admit_group(self._settings, len(self._open))
-        deadline_s, min_members = deadline_and_minimum(member, self._settings)
+        common.admit_group(self._settings, len(self._open))
+        deadline_s, min_members = common.deadline_and_minimum(member, self._settings)
         group = _OpenGroup(caller, key, member.group_fields(), member.group_size, min_members)
         group.timer = asyncio.get_running_loop().call_later(deadline_s, self._close, group, "deadline")
         self._open[(caller, key)] = group
@@ -127,7 +115,7 @@ class GroupAssembly:
                 self._incomplete.popitem(last=False)
             self._settle(
                 group,
-                lambda answer_id: incomplete_reply(
+                lambda answer_id: common.incomplete_reply(
                     str(group.fixed["group_key"]),
                     answer_id,
                     present=len(group.answers),
@@ -141,7 +129,7 @@ class GroupAssembly:
         task.add_done_callback(self._judging.discard)
 
     async def _judge(self, group: _OpenGroup, reason: ClosedBy) -> None:
-        request = group_request(group.fixed, group.answers)
+        request = common.group_request(group.fixed, group.answers)
         try:
             judgement = await self._service.grade(request, idempotency_key=group.key, caller=group.caller)
         except Exception as exc:  # every member gets the group's error, as a single request would
@@ -152,7 +140,9 @@ class GroupAssembly:
             return
         by_id = {a.id: a for a in judgement.answers}
         group_key = str(group.fixed["group_key"])
-        self._settle(group, lambda answer_id: member_reply(group_key, judgement, by_id[answer_id], reason))
+        self._settle(
+            group, lambda answer_id: common.member_reply(group_key, judgement, by_id[answer_id], reason)
+        )
 
     @staticmethod
     def _settle(group: _OpenGroup, reply: Any) -> None:
@@ -172,7 +162,7 @@ class GroupAssembly:
             for futures in group.waiting.values():
                 for future in futures:
                     if not future.done():
-                        future.set_exception(shutting_down())
+                        future.set_exception(common.shutting_down())
         self._open.clear()
         self._metrics.member_open_groups.set(0)
         if self._judging:

@@ -26,20 +26,8 @@ import json
 import logging
 import time
 
-from judge_service.assembly.common import (
-    AssemblySettings,
-    ClosedBy,
-    admit_group,
-    admit_member,
-    check_member,
-    deadline_and_minimum,
-    from_stored,
-    group_idempotency_key,
-    group_request,
-    incomplete_reply,
-    member_reply,
-    shutting_down,
-)
+from judge_service.assembly import common
+from judge_service.assembly.common import AssemblySettings, ClosedBy
 from judge_service.errors import ConflictError
 from judge_service.metrics import JudgeMetrics
 from judge_service.schemas import MemberRequest, MemberResponse, canonical_json
@@ -71,15 +59,15 @@ class SharedGroupAssembly:
 
     async def submit(self, member: MemberRequest, *, caller: str | None) -> MemberResponse:
         if self._shutting_down:
-            raise shutting_down()
-        key = group_idempotency_key(member)
+            raise common.shutting_down()
+        key = common.group_idempotency_key(member)
         stored = await self._service.stored_under(key, caller)
         if stored is not None:
-            return from_stored(stored, member)
+            return common.from_stored(stored, member)
         group_key = ScopedKey(key, caller).stored  # two tenants' groups never meet
-        admit_member(self._settings, self._waiting)
+        common.admit_member(self._settings, self._waiting)
         if group_key not in self._open:
-            admit_group(self._settings, len(self._open))
+            common.admit_group(self._settings, len(self._open))
         self._waiting += 1
         self._open[group_key] = self._open.get(group_key, 0) + 1
         self._metrics.members_waiting.set(self._waiting)
@@ -98,7 +86,7 @@ class SharedGroupAssembly:
         self, member: MemberRequest, key: str, group_key: str, caller: str | None
     ) -> MemberResponse:
         fields = member.group_fields()
-        deadline_s, min_members = deadline_and_minimum(member, self._settings)
+        deadline_s, min_members = common.deadline_and_minimum(member, self._settings)
         joined_at = time.monotonic()
         group = await self._store.join_group(
             MemberJoin(
@@ -111,7 +99,7 @@ class SharedGroupAssembly:
                 text=member.answer.text,
             )
         )
-        check_member(json.loads(group.fields), group.members.get(member.answer.id), member)
+        common.check_member(json.loads(group.fields), group.members.get(member.answer.id), member)
         if group.closed_now:
             self._metrics.member_groups_closed.labels(reason="size").inc()
         pause = POLL_S
@@ -145,17 +133,17 @@ class SharedGroupAssembly:
         if len(group.members) < group.min_members:
             if group.closed_now:
                 self._metrics.member_incomplete_groups.inc()
-            return incomplete_reply(
+            return common.incomplete_reply(
                 member.group_key,
                 member.answer.id,
                 present=len(group.members),
                 size=group.size,
                 min_members=group.min_members,
             )
-        request = group_request(fields, group.members)
+        request = common.group_request(fields, group.members)
         judgement = await self._service.grade(request, idempotency_key=key, caller=caller)
         by_id = {a.id: a for a in judgement.answers}
-        return member_reply(member.group_key, judgement, by_id[member.answer.id], closed_by)
+        return common.member_reply(member.group_key, judgement, by_id[member.answer.id], closed_by)
 
     async def _pause(self, seconds: float) -> None:
         """Sleep, or stop waiting at shutdown (the member is answered 503 and sent again)."""
@@ -163,7 +151,7 @@ class SharedGroupAssembly:
             await asyncio.wait_for(self._stopped.wait(), timeout=max(seconds, 0.001))
         except TimeoutError:
             return
-        raise shutting_down()
+        raise common.shutting_down()
 
     async def _prune_now_and_then(self) -> None:
         if time.monotonic() - self._pruned_at < PRUNE_EVERY_S:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass, field, replace
 
 from judge_service.backends.base import Generation, GenerationRequest, JudgeBackend
@@ -82,6 +83,25 @@ class JudgeOutcome:
     mean_scores: dict[str, dict[str, float]] = field(default_factory=dict)
     # Answer id -> why its marks have no expected values (NO_LOGPROBS, ...), for answers without them.
     no_expected: dict[str, str] = field(default_factory=dict)
+
+    def add_costs(self, other: JudgeOutcome) -> None:
+        """Count another call's (or order's) raw outputs and tokens into this one, and why its answers
+        have no expected marks (the first reason given is kept)."""
+        for answer_id, why in other.no_expected.items():
+            self.no_expected.setdefault(answer_id, why)
+        self.raw_outputs.extend(other.raw_outputs)
+        self.usage.prompt_tokens += other.usage.prompt_tokens
+        self.usage.completion_tokens += other.usage.completion_tokens
+        self.usage.judge_calls += other.usage.judge_calls
+
+
+async def gather_outcomes(judging: Iterable[Awaitable[JudgeOutcome]]) -> list[JudgeOutcome]:
+    """Run judge calls (or orders) together; the first error fails them all, as one call's would."""
+    results = await asyncio.gather(*judging, return_exceptions=True)
+    errors = [r for r in results if isinstance(r, BaseException)]
+    if errors:
+        raise errors[0]
+    return [r for r in results if isinstance(r, JudgeOutcome)]
 
 
 class JudgeCaller:
@@ -193,21 +213,14 @@ class JudgeCaller:
         if len(calls) == 1:
             return await self.judge(calls[0], criteria)
         started = time.perf_counter()
-        results = await asyncio.gather(*(self.judge(c, criteria) for c in calls), return_exceptions=True)
-        errors = [r for r in results if isinstance(r, BaseException)]
-        if errors:
-            raise errors[0]
+        outcomes = await gather_outcomes(self.judge(c, criteria) for c in calls)
         merged = JudgeOutcome(parsed=ParsedJudgement(), prompt_version=self._version(calls[0]))
-        for outcome in (r for r in results if isinstance(r, JudgeOutcome)):
+        for outcome in outcomes:  # each call marks other answers: their parses add up
             merged.parsed.marks.update(outcome.parsed.marks)
             merged.parsed.failures.update(outcome.parsed.failures)
             merged.parsed.problems |= outcome.parsed.problems
             merged.parsed.notes.extend(n for n in outcome.parsed.notes if n not in merged.parsed.notes)
-            merged.no_expected.update(outcome.no_expected)
-            merged.raw_outputs.extend(outcome.raw_outputs)
-            merged.usage.prompt_tokens += outcome.usage.prompt_tokens
-            merged.usage.completion_tokens += outcome.usage.completion_tokens
-            merged.usage.judge_calls += outcome.usage.judge_calls
+            merged.add_costs(outcome)
         merged.judge_ms = (time.perf_counter() - started) * 1000  # wall clock: the calls ran together
         return merged
 

@@ -20,14 +20,13 @@ orders: 0 means the order changed nothing.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import math
 import random
 import time
 from collections.abc import Mapping, Sequence
 
-from judge_service.judging.llm.caller import JudgeCall, JudgeCaller, JudgeOutcome
+from judge_service.judging.llm.caller import JudgeCall, JudgeCaller, JudgeOutcome, gather_outcomes
 from judge_service.judging.llm.parser import Mark, ParsedJudgement
 from judge_service.schemas import MAX_ORDERS
 
@@ -61,13 +60,7 @@ async def judge_in_orders(
     if len(orders) == 1:
         return await judge.judge_order(orders[0], criteria)
     started = time.perf_counter()
-    results = await asyncio.gather(
-        *(judge.judge_order(calls, criteria) for calls in orders), return_exceptions=True
-    )
-    errors = [r for r in results if isinstance(r, BaseException)]
-    if errors:
-        raise errors[0]
-    outcomes = [r for r in results if isinstance(r, JudgeOutcome)]
+    outcomes = await gather_outcomes(judge.judge_order(calls, criteria) for calls in orders)
     combined = JudgeOutcome(
         parsed=ParsedJudgement(),
         prompt_version=outcomes[0].prompt_version,
@@ -75,12 +68,7 @@ async def judge_in_orders(
     )
     combined.parsed, combined.mean_scores = combine_orders(combined.order_parses, answer_ids, criteria)
     for outcome in outcomes:
-        for answer_id, why in outcome.no_expected.items():
-            combined.no_expected.setdefault(answer_id, why)
-        combined.raw_outputs.extend(outcome.raw_outputs)
-        combined.usage.prompt_tokens += outcome.usage.prompt_tokens
-        combined.usage.completion_tokens += outcome.usage.completion_tokens
-        combined.usage.judge_calls += outcome.usage.judge_calls
+        combined.add_costs(outcome)
     combined.judge_ms = (time.perf_counter() - started) * 1000  # wall clock: the orders ran together
     return combined
 
