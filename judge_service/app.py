@@ -68,6 +68,7 @@ def create_app(
                 decoding=settings.resolved_decoding(),
                 reason_words=settings.resolved_reason_words(),
                 score_from=settings.score_from,
+                reason_language=settings.reason_language,
                 mark_logprobs=settings.mark_logprobs,
             ),
         )

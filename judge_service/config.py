@@ -108,6 +108,11 @@ class Settings(BaseSettings):
         description="Constrain reasons by the output grammar to words (letters first; numbers only as words, "
         "never runs of digits and dots). None: on for the embedded default judge, off for other judges.",
     )
+    reason_language: Literal["auto", "en", "de", "fr", "es", "it", "nl", "pt"] | None = Field(
+        default=None,
+        description="The language the judge writes reasons in when a request names none: a language code, "
+        "'auto' (the conversation's language), or None (no instruction: the judge's own choice).",
+    )
     score_from: Literal["mark", "expected"] = Field(
         default="mark",
         description="What a criterion's score is made from when a request names nothing: the integer mark, "

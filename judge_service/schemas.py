@@ -148,6 +148,30 @@ class GraderTerm(StrictModel):
     weight: float = Field(gt=0, le=100, description="Not normalized: the blend is the plain weighted sum.")
 
 
+class NumberFormat(StrictModel):
+    """A number format named by its marks, for `number_locale`."""
+
+    decimal: Literal[".", ","]
+    thousands: Literal[",", ".", " ", "'", ""] = Field(description="'' for none")
+
+    @model_validator(mode="after")
+    def _distinct(self) -> NumberFormat:
+        if self.decimal == self.thousands:
+            raise ValueError("the decimal mark and the thousands separator must differ")
+        return self
+
+
+NumberLocale = Literal["auto", "en", "de", "fr", "ch"] | NumberFormat
+
+
+ReasonLanguage = Literal["auto", "en", "de", "fr", "es", "it", "nl", "pt"]
+REASON_LANGUAGE_DESCRIPTION = (
+    "The language the judge writes its reasons in: a language code, or 'auto' for the conversation's "
+    "language (told by its common words; none told: no instruction). Unset: JUDGE_REASON_LANGUAGE, by "
+    "default none (the judge's own choice, as before this option existed)."
+)
+
+
 class RuleOptions(StrictModel):
     """Options read by the rule-based graders; each grader documents which ones it uses."""
 
@@ -159,6 +183,12 @@ class RuleOptions(StrictModel):
     )
     labels: list[Text] | None = Field(
         default=None, max_length=256, description="For 'label': allowed labels."
+    )
+    number_locale: NumberLocale = Field(
+        default="auto",
+        description="For 'numbers': how figures such as 1.705 or 1,250 are read. 'auto' decides one "
+        "format per group from everything it says (README, Graders); 'en' and 'ch' read a decimal point, "
+        '\'de\' and \'fr\' a decimal comma; or name the marks: {"decimal": ",", "thousands": "."}.',
     )
 
 
@@ -191,6 +221,7 @@ class JudgeRequest(StrictModel):
     )
     decoding: Decoding | None = Field(default=None, description=DECODING_DESCRIPTION)
     score_from: ScoreFrom | None = Field(default=None, description=SCORE_FROM_DESCRIPTION)
+    reason_language: ReasonLanguage | None = Field(default=None, description=REASON_LANGUAGE_DESCRIPTION)
 
     @model_validator(mode="after")
     def _unique_ids(self) -> JudgeRequest:

@@ -51,6 +51,7 @@ class JudgeSettings:
     decoding: Decoding = "group"  # the default of requests that name none (module docstring)
     score_from: ScoreFrom = "mark"  # the default of requests that name none (judge.py)
     reason_words: bool = False  # constrain reasons to words (parser.reason_words_pattern)
+    reason_language: str | None = None  # the default of requests that name none (judge.py)
     # Alternatives asked per generated token, for expected marks (expected.py); 0: not asked.
     mark_logprobs: int = 10
 
@@ -147,12 +148,13 @@ class JudgeCaller:
         request_id: str,
         group_id: str | None = None,
         decoding: Decoding = "group",
+        reason_language: str | None = None,
     ) -> list[JudgeCall]:
         """Render one order's call(s) and check each fits the judge's context window (before queueing)."""
         s = self._settings
         names = [c.name for c in criteria]
         ids = [a.id for a in answers]
-        group = GroupContent(conversation, reference, answers, criteria, s.reason_max_chars)
+        group = GroupContent(conversation, reference, answers, criteria, s.reason_max_chars, reason_language)
         if decoding == "group":
             prompt = self._renderer.render(group)
             schema = output_schema(ids, names, s.reason_max_chars, reason_words=s.reason_words)

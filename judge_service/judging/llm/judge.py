@@ -20,6 +20,7 @@ from typing import Any
 from judge_service.backends.readiness import Readiness
 from judge_service.errors import JudgeServiceError
 from judge_service.judging.base import AnswerGrade, Group, GroupGrades, ModelRun
+from judge_service.judging.language import LANGUAGE_NAMES, language_of
 from judge_service.judging.llm.admission import GroupAdmission
 from judge_service.judging.llm.caller import JudgeCaller, JudgeOutcome
 from judge_service.judging.llm.criteria import resolve_criteria
@@ -45,6 +46,7 @@ class JudgeOptions:
     seed: int | None = None  # of the shuffled order; None: from the judgement id
     decoding: Decoding = "group"
     score_from: ScoreFrom = "mark"
+    reason_language: str | None = None  # a code, or "auto": the conversation's language
 
 
 class LLMJudge:
@@ -81,6 +83,7 @@ class LLMJudge:
             request.seed,
             decoding,
             request.score_from or s.score_from,
+            request.reason_language or s.reason_language,
         )
 
     def config(self, options: JudgeOptions) -> Mapping[str, Any]:
@@ -102,6 +105,8 @@ class LLMJudge:
         if options.score_from != "mark":
             judge["score_from"] = options.score_from
             judge["mark_logprobs"] = s.mark_logprobs
+        if options.reason_language is not None:
+            judge["reason_language"] = options.reason_language
         criteria = [c.model_dump() for c in options.criteria]
         return {"judge": judge, "orders": options.orders, "criteria": criteria}
 
@@ -114,6 +119,7 @@ class LLMJudge:
         seed = options.seed if options.seed is not None else order_seed(group.judgement_id)
         orders = shown_orders(answer_ids, seed=seed, count=options.orders, shuffle=shuffle)
         by_id = {a.id: a for a in group.answers}
+        reason_language = _reason_language(options.reason_language, group)
         prepared = [
             await self._caller.prepare(
                 conversation=list(group.conversation),
@@ -123,6 +129,7 @@ class LLMJudge:
                 request_id=group.judgement_id if i == 0 else f"{group.judgement_id}-o{i}",
                 group_id=group.judgement_id,
                 decoding=options.decoding,
+                reason_language=reason_language,
             )
             for i, order in enumerate(orders)
         ]
@@ -178,3 +185,11 @@ def _answer_grade(
             else " from expected marks"
         )
     return AnswerGrade(round(overall, 6), explanation, criteria=per_criterion)
+
+
+def _reason_language(option: str | None, group: Group) -> str | None:
+    """The English name of the language reasons are asked in: the option's, or for "auto" the
+    conversation's (None when it cannot be told: the prompt then asks for none)."""
+    if option == "auto":
+        option = language_of("\n".join(message.content for message in group.conversation))
+    return LANGUAGE_NAMES[option] if option is not None else None

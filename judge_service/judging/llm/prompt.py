@@ -28,6 +28,9 @@ _PARTS: dict[Decoding, tuple[str, str]] = {
 }
 
 
+REASON_LANGUAGE_LINE = "Write every reason in {}."
+
+
 @dataclass(frozen=True)
 class GroupContent:
     """What a prompt shows: the group in the order the judge sees it, the rubric and the reason bound."""
@@ -37,6 +40,7 @@ class GroupContent:
     answers: list[Answer]
     criteria: list[Criterion]
     reason_max_chars: int
+    reason_language: str | None = None  # a language's English name: "Write every reason in German."
 
 
 @dataclass(frozen=True)
@@ -82,7 +86,9 @@ class PromptRenderer:
 
     def render(self, group: GroupContent) -> RenderedPrompt:
         """The group decoding's prompt: every answer, marked in one reply."""
-        system = self._system_for("group", tuple(group.criteria), group.reason_max_chars)
+        system = self._system_for(
+            "group", tuple(group.criteria), group.reason_max_chars, group.reason_language
+        )
         user = self._templates["group"][1].render(
             conversation=group.conversation,
             reference=group.reference,
@@ -97,7 +103,9 @@ class PromptRenderer:
     def render_per_answer(self, group: GroupContent) -> list[RenderedPrompt]:
         """The per-answer decoding's prompts, one per answer in the order shown, each naming its answer."""
         version = self.version_of("per_answer")
-        system = self._system_for("per_answer", tuple(group.criteria), group.reason_max_chars)
+        system = self._system_for(
+            "per_answer", tuple(group.criteria), group.reason_max_chars, group.reason_language
+        )
         user = self._templates["per_answer"][1]
         shown = {
             "conversation": group.conversation,
@@ -117,6 +125,12 @@ class PromptRenderer:
         ]
 
     def _render_system(
-        self, decoding: Decoding, criteria: tuple[Criterion, ...], reason_max_chars: int
+        self,
+        decoding: Decoding,
+        criteria: tuple[Criterion, ...],
+        reason_max_chars: int,
+        reason_language: str | None,
     ) -> str:
-        return self._templates[decoding][0].render(criteria=criteria, reason_max_chars=reason_max_chars)
+        system = self._templates[decoding][0].render(criteria=criteria, reason_max_chars=reason_max_chars)
+        # Added by code, not the templates: without a language the prompt (and its version) is as before.
+        return f"{system}\n\n{REASON_LANGUAGE_LINE.format(reason_language)}" if reason_language else system

@@ -6,14 +6,16 @@ Adapter rules, the same for every rule grader:
     for every answer of a group): the term is dropped from a blend, never scored 0;
   * ValueError from a check is the caller's reference or options not fitting it: 422 for the group;
   * RecursionError (JSON nested hundreds of levels deep) fails that answer alone: unscored.
+A rule that needs the whole group (the numbers grader reads every answer in the group's number format)
+also has `grade_group`; the adapter then calls it once per group, with the conversation's text.
 Large groups are checked in a worker thread, so the event loop keeps serving meanwhile.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
-from typing import Any, Protocol
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
 
 from judge_service.errors import InvalidGroupError
 from judge_service.judging.base import AnswerGrade, Grade, Group, GroupGrades
@@ -26,10 +28,24 @@ from judge_service.schemas import JudgeRequest, RuleOptions
 INLINE_CHARS = 50_000
 
 
+# Options added after fingerprints were introduced, at the value that keeps the earlier behaviour: left out
+# of the fingerprint at that value, so judgements stored before them compare with new ones.
+_LATER_OPTIONS = {"number_locale": "auto"}
+
+
 class RuleGrader(Protocol):
     name: str
 
     def grade(self, answer: str, reference: str, options: RuleOptions) -> Grade: ...
+
+
+@runtime_checkable
+class GroupRuleGrader(RuleGrader, Protocol):
+    """A rule grader that reads the group as a whole (module docstring)."""
+
+    def grade_group(
+        self, answers: Sequence[str], reference: str, context: str, options: RuleOptions
+    ) -> list[Grade]: ...
 
 
 class PerAnswerGrader:
@@ -48,7 +64,11 @@ class PerAnswerGrader:
         return request.options
 
     def config(self, options: RuleOptions) -> Mapping[str, Any]:
-        return {"options": options.model_dump(mode="json")}
+        dumped = options.model_dump(mode="json")
+        for name, original in _LATER_OPTIONS.items():
+            if dumped.get(name) == original:
+                del dumped[name]
+        return {"options": dumped, **getattr(self._rule, "config", {})}
 
     async def grade(self, group: Group, options: RuleOptions) -> GroupGrades:
         size = sum(len(a.text) + len(group.reference) for a in group.answers)
@@ -57,7 +77,22 @@ class PerAnswerGrader:
         return await asyncio.to_thread(self._grade_all, group, options)
 
     def _grade_all(self, group: Group, options: RuleOptions) -> GroupGrades:
+        if isinstance(self._rule, GroupRuleGrader):
+            return self._grade_group(self._rule, group, options)
         return GroupGrades({a.id: self._grade_one(a.text, group.reference, options) for a in group.answers})
+
+    def _grade_group(self, rule: GroupRuleGrader, group: Group, options: RuleOptions) -> GroupGrades:
+        context = "\n".join(message.content for message in group.conversation)
+        try:
+            grades = rule.grade_group([a.text for a in group.answers], group.reference, context, options)
+        except ValueError as exc:
+            raise InvalidGroupError(f"grader '{self.name}': {exc}") from exc
+        return GroupGrades(
+            {
+                a.id: AnswerGrade(grade.score, grade.explanation, applies=grade.score is not None)
+                for a, grade in zip(group.answers, grades, strict=True)
+            }
+        )
 
     def _grade_one(self, answer: str, reference: str, options: RuleOptions) -> AnswerGrade:
         try:

@@ -54,26 +54,38 @@ Separators
   * One separator once, followed by other than 3 digits, or after a leading 0, or after 4+ digits, is
     the decimal mark ("2,5", "9.91", "0,705").
   * The ambiguous case - one separator, exactly 3 digits after, 1-3 non-zero-led digits before ("1,705",
-    "1.705") - follows the text's style: the style is "decimal comma" when the unambiguous numbers of
-    the same text vote for it (decimal commas, '.'-grouped thousands, German scale words Mio./Mrd./Tsd.)
-    more than for a decimal point; ties go to the English reading (',' groups thousands, '.' is decimal).
-    Answer and reference each get their own style.
+    "1.705") - is read in one number format for the whole group (number_format.py): the `number_locale`
+    option when given; else a text's own unambiguous figures; else what the whole group says (the
+    reference's figures most, scale words, currency placement, the language); else the English reading.
+    `extract_figures` on a text alone reads it by its own figures and German scale words, ties English.
 
 The explanation pairs each reference figure with its match: "~" within 1%, "≈" within 5%, "≠" beyond,
-"missing" when the answer has no figure of that kind; it is cut to 200 characters.
+"missing" when the answer has no figure of that kind. A figure whose value is not what its digits say
+in English (a scale word, a decimal comma, '.' grouping thousands) shows the value it was read as
+("1.705M (=1,705,000,000)"), and where a figure was ambiguous the format used and why close the line
+("read with a decimal comma: German text"); it is cut to 200 characters.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Sequence
 from functools import lru_cache
-from typing import Literal, NamedTuple
+from typing import ClassVar, Literal, NamedTuple
 
 from judge_service.judging.base import Grade
+from judge_service.judging.rules.number_format import (
+    DecimalMark,
+    Reading,
+    Votes,
+    group_reading,
+    locale_reading,
+)
 from judge_service.judging.rules.text import shorten
 from judge_service.schemas import RuleOptions
+
+EXPLANATION_CHARS = 200
 
 FigureKind = Literal["number", "percent"]
 
@@ -150,6 +162,12 @@ _FIGURE = re.compile(
 _GERMAN_SCALES = frozenset(
     {"tsd", "tausend", "mio", "millionen", "mrd", "milliarde", "milliarden", "bio", "billionen"}
 )
+_ENGLISH_SCALES = frozenset(
+    {"thousand", "thousands", "million", "millions", "billion", "billions", "trillion", "trillions"}
+    | {"bn", "mn", "tn"}
+)
+_COMMA_CURRENCY_AFTER = re.compile(r"\s?(?:€|(?ai:eur|euros?))$")
+_POINT_CURRENCY_BEFORE = re.compile(r"^(?:[A-Z]{0,2}[$£]|€)")
 
 
 class Figure(NamedTuple):  # a tuple: built for every number, cheaper than a frozen dataclass
@@ -158,17 +176,63 @@ class Figure(NamedTuple):  # a tuple: built for every number, cheaper than a fro
     text: str
     exact: bool = False  # years must match exactly
     share: bool = False  # "0.0991" can also match "9.91%"
+    read_as: bool = False  # its value is not what its digits say in English: the explanation shows it
 
 
-def extract_figures(text: str, *, include_small_integers: bool = False) -> list[Figure]:
-    """All figures in `text` (rules in the module docstring), in order of appearance."""
+class Scan(NamedTuple):
+    """A text's candidate figures (match, body without grouping marks) and its votes on the format."""
+
+    matches: list[tuple[re.Match[str], str]]
+    votes: Votes
+    german_scales: int
+
+
+def scan(text: str) -> Scan:
     for pattern in (_LIST_NUMBERING, _REFERENCES_DATES_TIMES):
         text = pattern.sub(_blank, text)
     matches = [(match, match["body"].translate(_UNGROUP)) for match in _FIGURE.finditer(text)]
-    comma_decimal = _uses_decimal_comma(matches)
-    figures = []
+    own = {",": 0.0, ".": 0.0}
+    soft = {",": 0.0, ".": 0.0}
+    german_scales = 0
+    ambiguous = False
     for match, digits in matches:
-        figure = _to_figure(match, digits, comma_decimal, include_small_integers)
+        decimal = _unambiguous_decimal_mark(digits)
+        if decimal:
+            own[decimal] += 1
+        elif not match["exponent"] and _is_ambiguous_body(digits):
+            ambiguous = True
+        if match["scale"]:
+            key = _scale_key(match["scale"])
+            if key in _GERMAN_SCALES:
+                german_scales += 1
+                soft[","] += 1
+            elif key in _ENGLISH_SCALES:
+                soft["."] += 0.5
+        if match["currency_after"] and _COMMA_CURRENCY_AFTER.search(match["currency_after"]):
+            soft[","] += 0.5
+        elif match["currency"] and _POINT_CURRENCY_BEFORE.match(match["currency"]):
+            soft["."] += 0.5
+    votes = Votes(own[","], own["."], soft[","], soft["."], ambiguous)
+    return Scan(matches, votes, german_scales)
+
+
+def extract_figures(
+    text: str, *, include_small_integers: bool = False, decimal: DecimalMark | None = None
+) -> list[Figure]:
+    """All figures in `text` (rules in the module docstring), in order of appearance; ambiguous ones read
+    with `decimal`, else by the text's own figures and German scale words (ties: the English reading)."""
+    return figures_of(scan(text), decimal, include_small_integers)
+
+
+def figures_of(
+    scanned: Scan, decimal: DecimalMark | None, include_small_integers: bool = False
+) -> list[Figure]:
+    if decimal is None:
+        votes = scanned.votes
+        decimal = "," if votes.own_comma + scanned.german_scales > votes.own_point else "."
+    figures = []
+    for match, digits in scanned.matches:
+        figure = _to_figure(match, digits, decimal == ",", include_small_integers)
         if figure is not None:
             figures.append(figure)
     return figures
@@ -179,9 +243,14 @@ def _blank(match: re.Match[str]) -> str:
 
 
 @lru_cache(maxsize=64)
-def _reference_figures(reference: str) -> tuple[Figure, ...]:
-    # A group's answers share one reference: parse it once.
-    return tuple(extract_figures(reference))
+def _reference_scan(reference: str) -> Scan:
+    # A group's answers share one reference: scan it once.
+    return scan(reference)
+
+
+@lru_cache(maxsize=64)
+def _reference_figures(reference: str, decimal: DecimalMark) -> tuple[Figure, ...]:
+    return tuple(figures_of(_reference_scan(reference), decimal))
 
 
 def _to_figure(
@@ -191,12 +260,13 @@ def _to_figure(
     magnitude = _parse_body(digits, comma_decimal and not match["exponent"])
     if magnitude is None:
         return None
+    read_as = bool(match["scale"]) or magnitude != _parse_body(digits, False)
     unmarked = not (match["currency"] or match["currency_after"] or match["exponent"] or match["unit"])
     if unmarked and not match["sign"] and digits.isdigit():
         if magnitude < 10 and not include_small_integers:
             return None
         if len(digits) == 4 and 1900 <= magnitude <= 2100:
-            return Figure(magnitude, "number", match.group(0).strip(), exact=True)
+            return Figure(magnitude, "number", match.group(0).strip(), exact=True, read_as=read_as)
     value = magnitude * 10.0 ** int(match["exponent"][1:]) if match["exponent"] else magnitude
     if match["scale"]:
         value *= _SCALES[_scale_key(match["scale"])]
@@ -208,7 +278,7 @@ def _to_figure(
         return None
     kind: FigureKind = "percent" if match["percent"] or match["bps"] else "number"
     share = unmarked and magnitude < 1 and not digits.isdigit()
-    return Figure(value, kind, match.group(0).strip(), share=share)
+    return Figure(value, kind, match.group(0).strip(), share=share, read_as=read_as)
 
 
 def _parse_body(body: str, comma_decimal: bool) -> float | None:
@@ -240,20 +310,16 @@ def _valid_groups(groups: list[str]) -> bool:
 
 
 def _is_ambiguous(whole: str, fraction: str) -> bool:
-    """'1,705' or '1.705': thousands or decimal depends on the text's style."""
+    """'1,705' or '1.705': thousands or decimal depends on the number format."""
     return len(fraction) == 3 and 1 <= len(whole) <= 3 and not whole.startswith("0")
 
 
-def _uses_decimal_comma(matches: Iterable[tuple[re.Match[str], str]]) -> bool:
-    """Whether the text's unambiguous figures vote for a decimal comma (see the module docstring)."""
-    votes = {",": 0, ".": 0}
-    for match, digits in matches:
-        decimal = _unambiguous_decimal_mark(digits)
-        if decimal:
-            votes[decimal] += 1
-        if match["scale"] and _scale_key(match["scale"]) in _GERMAN_SCALES:
-            votes[","] += 1
-    return votes[","] > votes["."]
+def _is_ambiguous_body(body: str) -> bool:
+    separators = [c for c in body if c in ".,"]
+    if len(separators) != 1:
+        return False
+    whole, fraction = body.split(separators[0])
+    return _is_ambiguous(whole, fraction)
 
 
 def _scale_key(scale: str) -> str:
@@ -312,33 +378,133 @@ def _as_percent(figure: Figure) -> float:
 
 
 class NumbersGrader:
+    """Alone (`grade`), an answer and its reference are the group; the service grades whole groups
+    (`grade_group`), so that every answer is read in the group's number format."""
+
     name = "numbers"
+    # In the fingerprint beside the options: scores since figures are read in one format per group.
+    config: ClassVar[dict[str, str]] = {"number_format": "per group"}
 
     def grade(self, answer: str, reference: str, options: RuleOptions) -> Grade:
-        wanted = _reference_figures(reference)
+        return self.grade_group([answer], reference, "", options)[0]
+
+    def grade_group(
+        self, answers: Sequence[str], reference: str, context: str, options: RuleOptions
+    ) -> list[Grade]:
+        """`context`: the conversation's text, which tells the group's language."""
+        reference_scan = _reference_scan(reference)
+        answer_scans = [scan(answer) for answer in answers]
+        reading = _reading(reference, reference_scan, answers, answer_scans, context, options)
+        reference_decimal = _decimal_of(reference_scan, reading, options)
+        wanted = _reference_figures(reference, reference_decimal)
         if not wanted:
-            return Grade(score=None, explanation="reference has no figures; numbers grader does not apply")
-        offered = extract_figures(answer, include_small_integers=True)
-        numbers = [figure for figure in offered if figure.kind == "number"]
-        percents = [figure for figure in offered if figure.kind == "percent"]
-        shares = [figure for figure in numbers if figure.share]
-        credits: list[float] = []
-        pairs: list[str] = []
-        for figure in wanted:
-            if figure.kind == "percent":
-                match, error = _closest(figure, percents, shares)
-            else:
-                match, error = _closest(figure, numbers, percents if figure.share else [])
-            credit = (1.0 if error <= _EPSILON else 0.0) if figure.exact else match_credit(error)
-            credits.append(credit)
-            pairs.append(_describe(figure, match, credit))
-        full, half = credits.count(1.0), credits.count(0.5)
-        summary = f"{full}/{len(wanted)} figures within 1%" + (f", {half} within 5%" if half else "")
-        return Grade(score=sum(credits) / len(credits), explanation=shorten(f"{summary}: {', '.join(pairs)}"))
+            grade = Grade(score=None, explanation="reference has no figures; numbers grader does not apply")
+            return [grade] * len(answers)
+        grades = []
+        for scanned in answer_scans:
+            decimal = _decimal_of(scanned, reading, options)
+            note = ""
+            if reference_scan.votes.ambiguous or scanned.votes.ambiguous:
+                note = _format_note(reading, reference_scan, reference_decimal, scanned, decimal)
+            grades.append(_grade(wanted, figures_of(scanned, decimal, include_small_integers=True), note))
+        return grades
+
+
+def _reading(
+    reference: str,
+    reference_scan: Scan,
+    answers: Sequence[str],
+    answer_scans: list[Scan],
+    context: str,
+    options: RuleOptions,
+) -> Reading | None:
+    """The format for texts whose own figures do not decide; None when no text needs one."""
+    if options.number_locale != "auto":
+        return locale_reading(
+            options.number_locale
+            if isinstance(options.number_locale, str)
+            else options.number_locale.model_dump()
+        )
+    scans = [reference_scan, *answer_scans]
+    if not any(s.votes.ambiguous and s.votes.own is None for s in scans):
+        return None
+    votes = [s.votes for s in answer_scans]
+    return group_reading(reference_scan.votes, votes, reference, context, list(answers))
+
+
+def _decimal_of(scanned: Scan, reading: Reading | None, options: RuleOptions) -> DecimalMark:
+    if reading is not None and options.number_locale != "auto":
+        return reading.decimal
+    own = scanned.votes.own
+    if own is not None:
+        return own
+    return reading.decimal if reading is not None else "."
+
+
+def _format_note(
+    reading: Reading | None,
+    reference: Scan,
+    reference_decimal: DecimalMark,
+    answer: Scan,
+    decimal: DecimalMark,
+) -> str:
+    """Which format the reference and the answer were read in, and why, in a few words."""
+
+    def why(scanned: Scan) -> str:
+        if reading is not None and (scanned.votes.own is None or reading.why.startswith("number_locale")):
+            return reading.why
+        return "its own figures"
+
+    def name(mark: DecimalMark) -> str:
+        return "decimal comma" if mark == "," else "decimal point"
+
+    reference_why, answer_why = why(reference), why(answer)
+    if reference_decimal != decimal:
+        return (
+            f"reference: {name(reference_decimal)} ({reference_why}); answer: {name(decimal)} ({answer_why})"
+        )
+    if reference_why == answer_why:
+        return f"read with a {name(decimal)} ({answer_why})"
+    return (
+        f"read with a {name(decimal)} ({reference_why}; the answer by its own figures)"
+        if (answer_why == "its own figures")
+        else f"read with a {name(decimal)} (the reference by its own figures; the answer by {answer_why})"
+    )
+
+
+def _grade(wanted: Sequence[Figure], offered: list[Figure], note: str) -> Grade:
+    numbers = [figure for figure in offered if figure.kind == "number"]
+    percents = [figure for figure in offered if figure.kind == "percent"]
+    shares = [figure for figure in numbers if figure.share]
+    credits: list[float] = []
+    pairs: list[str] = []
+    for figure in wanted:
+        if figure.kind == "percent":
+            match, error = _closest(figure, percents, shares)
+        else:
+            match, error = _closest(figure, numbers, percents if figure.share else [])
+        credit = (1.0 if error <= _EPSILON else 0.0) if figure.exact else match_credit(error)
+        credits.append(credit)
+        pairs.append(_describe(figure, match, credit))
+    full, half = credits.count(1.0), credits.count(0.5)
+    summary = f"{full}/{len(wanted)} figures within 1%" + (f", {half} within 5%" if half else "")
+    tail = f"; {note}" if note else ""
+    room = max(EXPLANATION_CHARS - len(summary) - 2 - len(tail), 20)
+    explanation = f"{summary}: {shorten(', '.join(pairs), room)}{tail}"
+    return Grade(score=sum(credits) / len(credits), explanation=shorten(explanation, EXPLANATION_CHARS))
 
 
 def _describe(figure: Figure, match: Figure | None, credit: float) -> str:
     if match is None:
-        return f"{figure.text} missing"
+        return f"{_shown(figure)} missing"
     sign = {1.0: "~", 0.5: "≈"}.get(credit, "≠")
-    return f"{figure.text}{sign}{match.text}"
+    return f"{_shown(figure)}{sign}{_shown(match)}"
+
+
+def _shown(figure: Figure) -> str:
+    """The figure as written, and the value it was read as where that is not what its digits say."""
+    if not figure.read_as:
+        return figure.text
+    value = figure.value
+    number = f"{int(value):,}" if value == int(value) and abs(value) < 1e18 else f"{value:,.10g}"
+    return f"{figure.text} (={number})"
