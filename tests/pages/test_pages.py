@@ -205,3 +205,26 @@ def test_a_label_form_without_its_token_changes_nothing(filled: dict[str, Any]) 
     )
     assert reply.status_code == 403
     assert httpx.get(f"{filled['url']}/v1/judgements/{judgement_id}/labels").json()["items"] == []
+
+
+def test_a_german_group_renders_with_its_figures_and_what_they_were_read_as(
+    page: Page, filled: dict[str, Any], tmp_path: Path
+) -> None:
+    group = {
+        "conversation": [{"role": "user", "content": "Wie viel kostet die Jahreslizenz für das Team?"}],
+        "reference": "Die Jahreslizenz kostet 1.250 € für 12.500 Plätze.",
+        "answers": [
+            {"id": "richtig", "text": "Sie kostet 1250 Euro für 12500 Plätze – günstig!"},
+            {"id": "falsch", "text": "Sie kostet 1,25 Euro für 12,5 Plätze."},
+        ],
+        "grader": "judge+numbers",
+        "run_id": "deutscher-lauf",
+        "step": 0,
+    }
+    judged = httpx.post(f"{filled['url']}/v1/judge", json=group, timeout=30).json()
+    page.goto(f"{filled['url']}/ui/judgements/{judged['judgement_id']}")
+    expect(page.locator('tr[data-answer="richtig"] .text')).to_have_text(group["answers"][0]["text"])
+    expect(page.locator("main")).to_contain_text("Wie viel kostet die Jahreslizenz für das Team?")
+    expect(page.locator('tr.answer[data-answer="richtig"]')).to_contain_text("1.250 € (=1,250)~1250 Euro")
+    expect(page.locator('tr.answer[data-answer="falsch"]')).to_contain_text("0/2 figures within 1%: 1.250 € (=1,250)≠12,5")
+    page.screenshot(path=str(screenshot_dir(tmp_path) / "german.png"), full_page=True)
