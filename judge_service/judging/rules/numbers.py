@@ -260,7 +260,9 @@ def _to_figure(
     magnitude = _parse_body(digits, comma_decimal and not match["exponent"])
     if magnitude is None:
         return None
-    read_as = bool(match["scale"]) or magnitude != _parse_body(digits, False)
+    # Read otherwise than its digits say in English: scaled, or "1.705" read with a decimal comma (only the
+    # ambiguous case reads differently in the two formats: _parse_body).
+    read_as = bool(match["scale"]) or (comma_decimal and _is_ambiguous_body(digits))
     unmarked = not (match["currency"] or match["currency_after"] or match["exponent"] or match["unit"])
     if unmarked and not match["sign"] and digits.isdigit():
         if magnitude < 10 and not include_small_integers:

@@ -89,3 +89,13 @@ def test_weights_and_rule_options_count_only_where_they_apply() -> None:
     assert fp(request(grader="similarity", options={"case_sensitive": True})) != fp(sim)
     # A rule-only grader does not depend on the judge's model.
     assert fp(sim, judge(model="other-judge")) == fp(sim)
+
+
+def test_number_locale_counts_only_when_set_and_the_judge_reason_language_only_when_asked() -> None:
+    numbers = request(grader="numbers")
+    assert fp(request(grader="numbers", options={"number_locale": "auto"})) == fp(numbers)
+    assert fp(request(grader="numbers", options={"number_locale": "de"})) != fp(numbers)
+    # the similarity fingerprint pinned above does not move for the option's default
+    assert fp(request(grader="similarity", options={"number_locale": "auto"})) == "d9816aa5a72b9d14"
+    assert fp(request(reason_language="de")) != fp(request())
+    assert fp(request(reason_language="auto")) != fp(request(reason_language="de"))
