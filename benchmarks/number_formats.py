@@ -7,7 +7,8 @@ Prints JSON for the judge_service on the import path, so that one script measure
   (the whole group where the grader can, else answer by answer), and how many scores are 1 / 0;
 - `speed`: answers graded per second over the GSM8K answers, best of `--rounds`.
 
-    .venv/bin/python benchmarks/number_formats.py --gsm8k ../shared/data/gsm8k-model-solutions/example_model_solutions.dev.jsonl
+    .venv/bin/python benchmarks/number_formats.py \
+        --gsm8k ../shared/data/gsm8k-model-solutions/example_model_solutions.dev.jsonl
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ CASES: list[tuple[str, str, str, float]] = [
     ("en: million against grouped", "We expect 0.5 million euros.", "It is 500,000 euros.", 1.0),
     ("en: pieces", "The delivery is 12,500 pieces.", "It is 12500 pieces.", 1.0),
     ("en: 1,000x too low", "The price is 1,250 dollars.", "It costs 1.25 dollars.", 0.0),
-    ("de reference, unambiguous en answer", "Der Wert beträgt 1.705,5 Euro.", "The value is 1,705.5 euros.", 1.0),
+    ("de reference, unambiguous en answer", "Der Wert ist 1.705,5 Euro.", "The value is 1,705.5 euros.", 1.0),
     ("fr: spaces group thousands", "Le prix est de 1 705,5 euros.", "Il coûte 1705,5 euros.", 1.0),
     ("fr: 1,000x too high", "Le prix est de 1,705 euros.", "Il coûte 1705 euros.", 0.0),
     ("ch: apostrophes group", "Der Preis beträgt 1'705.50 CHF.", "Er kostet 1705.5 CHF.", 1.0),
