@@ -17,9 +17,9 @@ from judge_service.judging.llm.prompt import PromptRenderer
 from judge_service.judging.registry import GraderRegistry
 from judge_service.metrics import JudgeMetrics
 from judge_service.schemas import JudgeRequest
+from tests.unit.requests import CRITERION, request
 
 PROMPTS = PACKAGED_PROMPTS
-CRITERION = {"name": "correctness", "description": "right", "mark_1": "wrong", "mark_5": "right"}
 
 
 def judge(model: str = "fake-judge", **settings: Any) -> LLMJudge:
@@ -32,15 +32,6 @@ def judge(model: str = "fake-judge", **settings: Any) -> LLMJudge:
         metrics=metrics,
         readiness=Readiness(metrics, backend="fake"),
     )
-
-
-def request(**extra: Any) -> JudgeRequest:
-    body: dict[str, Any] = {
-        "conversation": [{"role": "user", "content": "2+2?"}],
-        "reference": "4",
-        "answers": [{"id": "a", "text": "4"}, {"id": "b", "text": "5"}],
-    }
-    return JudgeRequest.model_validate(body | extra)
 
 
 def fp(req: JudgeRequest, llm: LLMJudge | None = None) -> str:

@@ -3,24 +3,13 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
 import pytest
 
 from judge_service.errors import InvalidGroupError
 from judge_service.schemas import JudgeRequest, RegradeRequest, StoredJudgement, Timings, Usage
 from judge_service.service.regrade import regraded_request
-
-CRITERION = {"name": "correctness", "description": "right", "mark_1": "wrong", "mark_5": "right"}
-
-
-def request(**extra: Any) -> JudgeRequest:
-    body: dict[str, Any] = {
-        "conversation": [{"role": "user", "content": "2+2?"}],
-        "reference": "4",
-        "answers": [{"id": "a", "text": "4"}, {"id": "b", "text": "5"}],
-    }
-    return JudgeRequest.model_validate(body | extra)
+from tests.unit.requests import CRITERION, request
 
 
 def stored(req: JudgeRequest, order_seed: int | None = 99) -> StoredJudgement:
