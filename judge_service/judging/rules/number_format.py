@@ -40,8 +40,8 @@ LOCALE_DECIMAL: dict[str, DecimalMark] = {"en": ".", "ch": ".", "de": ",", "fr":
 
 @dataclass(frozen=True)
 class Votes:
-    """One text's evidence for a decimal mark. `own_*`: its unambiguous figures (rule 2); `soft_*`: scale
-    words and currency placement (rule 3); `why_*`: what the votes were, for the explanation."""
+    """One text's evidence for a decimal mark (numbers.scan counts it). `own_*`: its unambiguous figures
+    (rule 2); `soft_*`: scale words and currency placement (rule 3)."""
 
     own_comma: float = 0.0
     own_point: float = 0.0
@@ -64,10 +64,6 @@ class Reading:
 
     decimal: DecimalMark
     why: str
-
-    @property
-    def name(self) -> str:
-        return "decimal comma" if self.decimal == "," else "decimal point"
 
 
 @lru_cache(maxsize=256)
