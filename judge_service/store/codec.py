@@ -82,11 +82,11 @@ def summary(judgement: StoredJudgement) -> tuple[object, ...]:
 
 def load_judgement(doc: str) -> StoredJudgement:
     """A stored document back as a model; accepted as it was stored, never refused."""
-    return stored_form.from_stored(stored_form.load(doc))
+    return stored_form.load_judgement(doc)
 
 
 def page_item(doc: str) -> JudgeResponse:
-    return stored_form.response_of(stored_form.load(doc))
+    return stored_form.page_item(doc)
 
 
 def encode_cursor(position: int) -> str:

@@ -16,8 +16,9 @@ replays it as it was sent, so it is stored whole, and read back without the chec
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
-from typing import Any
+from typing import Any, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict
 
@@ -95,14 +96,51 @@ NOT_STORED: dict[str, frozenset[str]] = {}
 STORED_ONLY = frozenset({"request", "raw_outputs"})
 
 
-def to_stored(judgement: StoredJudgement) -> StoredJudgementV1:
-    fields = {name: getattr(judgement, name) for name in StoredJudgementV1.model_fields}
-    return StoredJudgementV1.model_validate({**fields, "request": judgement.request.model_dump(mode="json")})
+def _field_tree(model: type[BaseModel]) -> dict[str, Any]:
+    """The stored models' fields as pydantic's `include` tree: what a wire judgement's dump keeps."""
+    tree: dict[str, Any] = {}
+    for name, field in model.model_fields.items():
+        inner = _stored_model_in(field.annotation)
+        if inner is None:
+            tree[name] = True
+        elif _is_container(field.annotation):
+            tree[name] = {"__all__": _field_tree(inner)}
+        else:
+            tree[name] = _field_tree(inner)
+    return tree
+
+
+def _stored_model_in(annotation: Any) -> type[BaseModel] | None:
+    """The stored model an annotation holds (`UsageV1`, `list[AnswerResultV1]`, `dict[str, ...] | None`)."""
+    if isinstance(annotation, type) and issubclass(annotation, _Stored):
+        return annotation
+    for argument in get_args(annotation):
+        found = _stored_model_in(argument)
+        if found is not None:
+            return found
+    return None
+
+
+def _is_container(annotation: Any) -> bool:
+    origin = get_origin(annotation)
+    if origin in (list, dict):
+        return True
+    return any(_is_container(argument) for argument in get_args(annotation))
+
+
+_STORED_TREE = _field_tree(StoredJudgementV1)
 
 
 def document(judgement: StoredJudgement) -> str:
-    """The JSON a store writes for a judgement."""
-    return to_stored(judgement).model_dump_json()
+    """The JSON a store writes for a judgement: the wire judgement's fields that the stored form declares
+    (the dump runs in pydantic's core; tests/store/test_stored_forms.py checks it equals the stored
+    model's own dump)."""
+    return judgement.model_dump_json(include=_STORED_TREE)
+
+
+def to_stored(judgement: StoredJudgement) -> StoredJudgementV1:
+    fields = {name: getattr(judgement, name) for name in StoredJudgementV1.model_fields}
+    return StoredJudgementV1.model_validate({**fields, "request": judgement.request.model_dump(mode="json")})
 
 
 def load(doc: str | bytes) -> StoredJudgementV1:
@@ -110,12 +148,21 @@ def load(doc: str | bytes) -> StoredJudgementV1:
     return StoredJudgementV1.model_validate_json(doc)
 
 
+def load_judgement(doc: str | bytes) -> StoredJudgement:
+    """A stored document as the wire judgement, accepted as it was stored (STORED context: never refused
+    by a check added after it was written). Form 1 documents are the wire judgement's fields, read in one
+    pass; a later form converts here, through its own model, before this."""
+    return StoredJudgement.model_validate_json(doc, context=STORED)
+
+
 def from_stored(stored: StoredJudgementV1) -> StoredJudgement:
-    """The wire judgement of a stored one: accepted as it was stored (STORED context), never refused by a
-    check added after it was written."""
+    """The wire judgement of a stored one."""
     return StoredJudgement.model_validate(stored, from_attributes=True, context=STORED)
 
 
-def response_of(stored: StoredJudgementV1) -> JudgeResponse:
+def page_item(doc: str | bytes) -> JudgeResponse:
     """The page item of a stored judgement: everything but the request and the raw outputs."""
-    return JudgeResponse.model_validate(stored, from_attributes=True, context=STORED)
+    data = json.loads(doc)
+    for key in STORED_ONLY:
+        data.pop(key, None)
+    return JudgeResponse.model_validate(data, context=STORED)
