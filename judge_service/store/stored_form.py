@@ -10,8 +10,9 @@ through these models by that test (add one when the form changes).
 
 Versions: the documents written so far are form 1 and carry no `form` key. A change that old documents
 cannot be read by default values (a renamed or re-typed field) is a form 2: a new model with `form: 2`,
-and `load_judgement` dispatches on the key (form 1 is read straight into the wire model, one pass). The caller's request is kept as the validated request's JSON: a regrade
-replays it as it was sent, so it is stored whole, and read back without the checks new requests get.
+and `load_judgement` dispatches on the key (form 1 is read straight into the wire model, one pass). The
+caller's request is kept as the validated request's JSON: a regrade replays it as it was sent, so it is
+stored whole, and read back without the checks new requests get.
 """
 
 from __future__ import annotations
