@@ -3,8 +3,9 @@
 Without a script it answers every request with valid marks for exactly the ids and criteria in the
 request's JSON schema (a per-answer request: for its one answer), derived from a hash of (answer id,
 criterion) so results are repeatable, except for groups that ask for an unscored answer
-(LEAVE_ONE_UNSCORED). Asked for log-probabilities, it gives each mark's digit a repeatable spread over
-two neighbouring marks (fake_logprobs), so expected marks differ from the integer ones. With a script
+(LEAVE_ONE_UNSCORED) and answers that ask for a mark (MARK_ANSWER). Asked for log-probabilities, it
+gives each mark's digit a repeatable spread over two neighbouring marks (fake_logprobs), so expected
+marks differ from the integer ones. With a script
 it returns the scripted texts or generations (or raises the scripted exceptions) in order.
 """
 
@@ -24,6 +25,11 @@ from judge_service.backends.base import BackendHealth, Generation, GenerationReq
 # A group whose conversation holds this text gets no marks for the answer shown first, on every attempt,
 # so that answer ends unscored: how tests in other processes (trainers) reach the unscored path.
 LEAVE_ONE_UNSCORED = "[fake judge: leave one answer unscored]"
+# An answer whose text holds "[fake judge: mark N]" (N 1-5) gets mark N on every criterion: how tests in
+# other processes script a judge that follows labels, or one that marks everything alike.
+MARK_ANSWER = "[fake judge: mark {}]"
+_MARK_ANSWER = re.compile(r"\[fake judge: mark ([1-5])\]")
+_ANSWER_BLOCK = re.compile(r'<answer id="([^"]+)">(.*?)</answer>', re.DOTALL)
 
 
 class FakeBackend:
@@ -96,6 +102,9 @@ class FakeBackend:
     def unscripted_reply(self, request: GenerationRequest) -> str:
         if type(self).marks_for is not FakeBackend.marks_for:
             marks = self.marks_for(request)
+            return json.dumps(marks[request.answer_id] if request.answer_id is not None else marks)
+        if any("[fake judge: mark " in m["content"] for m in request.messages):
+            marks = _marked_answers(request)
             return json.dumps(marks[request.answer_id] if request.answer_id is not None else marks)
         if any(LEAVE_ONE_UNSCORED in m["content"] for m in request.messages):
             marks = _marks(_criteria_by_id(request))
@@ -178,3 +187,18 @@ def _reply_for(criteria_by_id: CriteriaById) -> str:
 
 def _mark(answer_id: str, criterion: str) -> int:
     return hashlib.sha256(f"{answer_id}/{criterion}".encode()).digest()[0] % 5 + 1
+
+
+def _marked_answers(request: GenerationRequest) -> dict[str, dict[str, dict[str, object]]]:
+    """Marks for the request's ids, with MARK_ANSWER's mark where an answer's text asks for one."""
+    asked = {
+        answer_id: int(found.group(1))
+        for answer_id, text in _ANSWER_BLOCK.findall(request.messages[-1]["content"])
+        if (found := _MARK_ANSWER.search(text))
+    }
+    marks = _marks(_criteria_by_id(request))
+    for answer_id, by_criterion in marks.items():
+        if answer_id in asked:
+            for mark in by_criterion.values():
+                mark["mark"] = asked[answer_id]
+    return marks

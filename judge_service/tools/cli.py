@@ -1,4 +1,4 @@
-"""The judge-quality subcommands of `judge-service`: calibrate, agreement, judge-file, regrade.
+"""The judge-quality subcommands of `judge-service`: calibrate, agreement, judge-file, regrade, eval.
 
     judge-service calibrate --input RESULTS.jsonl | --run RUN_ID [--server URL] [--step N] [--fingerprint F]
     judge-service agreement --human LABELS.jsonl (--input RESULTS.jsonl | [--server URL] [--run RUN_ID])
@@ -6,6 +6,8 @@
     judge-service regrade --run-id RUN [--step N] | --ids ID,... | --ids-file FILE [--grader G]
         [--term GRADER=WEIGHT ...] [--criteria FILE] [--orders K] [--decoding D] [--score-from S]
         [--as-run-id RUN] [--out FILE]
+    judge-service eval --data FILE [--format labelled|gsm8k-solutions] [--compare FILE | --grader G ...]
+        [--limit N] [--concurrency C] [--run-id RUN] [--out REPORT.json] [--url URL]
 
 Every command that talks to the service takes --api-key KEY (default: the JUDGE_CLIENT_API_KEY variable,
 which keeps the key out of the process list), sent as `Authorization: Bearer KEY` to a service with
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import sys
 from pathlib import Path
@@ -30,12 +33,14 @@ from judge_service.client import ApiKeyRefused, AsyncJudgeClient, JudgeClientErr
 from judge_service.quality.agreement import JudgementIndex, agreement, labels_from_jsonl
 from judge_service.quality.calibration import calibrate, groups_from_jsonl
 from judge_service.schemas import AgreementReport, AgreementRequest, CalibrationReport, CalibrationRequest
+from judge_service.tools import eval as eval_tool
+from judge_service.tools.eval_data import FORMATS, read_groups
 from judge_service.tools.judge_file import judge_file
 from judge_service.tools.regrade import regrade_command
 
 Transport = httpx.AsyncBaseTransport | None  # tests inject an in-process server
 
-COMMANDS = ("calibrate", "agreement", "judge-file", "regrade")
+COMMANDS = ("calibrate", "agreement", "judge-file", "regrade", "eval")
 DEFAULT_SERVER = "http://127.0.0.1:8000"
 API_KEY_ENV = "JUDGE_CLIENT_API_KEY"  # the client's key; not the server's list, JUDGE_API_KEYS
 
@@ -84,6 +89,60 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "random key per command); pass the key a stopped command printed to continue it",
     )
     _client_options(rg)
+    _add_eval(commands)
+
+
+def _add_eval(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    ev = commands.add_parser(
+        "eval",
+        help="how well grader configurations follow labelled data (AUROC, pairwise accuracy, ...)",
+        description=eval_tool.__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ev.add_argument("--data", type=Path, required=True, help="labelled groups, one JSON object per line")
+    ev.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="labelled",
+        help="labelled: requests whose answers carry `label` (true/false or a number); gsm8k-solutions: "
+        "openai/grade-school-math's example_model_solutions.jsonl (default labelled)",
+    )
+    ev.add_argument("--limit", type=int, help="only the first N groups of the file")
+    ev.add_argument("--concurrency", type=int, default=4, help="judge calls in flight (default 4)")
+    ev.add_argument(
+        "--run-id", default=None, help="run the judgements are stored under (default eval-<file>)"
+    )
+    ev.add_argument("--out", type=Path, help="write the report as JSON here (figures, intervals, items)")
+    ev.add_argument("--seed", type=int, default=0, help="seed of the bootstrap intervals (default 0)")
+    ev.add_argument(
+        "--compare",
+        type=Path,
+        help='JSON list of configurations judged side by side: [{"name": "...", "request": {...}, '
+        '"pointwise": false}, ...]; request fields lie over each group\'s own',
+    )
+    ev.add_argument("--name", default="default", help="name of the one configuration given by the flags")
+    ev.add_argument("--grader", help="grader or blend, e.g. judge, numbers, judge+numbers")
+    ev.add_argument("--criteria", type=Path, help="JSON file holding a list of criteria")
+    ev.add_argument("--decoding", choices=["group", "per_answer"], help="how the judge decodes a group")
+    ev.add_argument("--score-from", choices=["mark", "expected"], help="integer or expected marks")
+    ev.add_argument("--orders", type=int, help="answer orders judged per group (1-4)")
+    ev.add_argument("--reason-language", help="language of the judge's reasons (a code or auto)")
+    ev.add_argument("--pointwise", action="store_true", help="judge each answer alone (a group of one)")
+    ev.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=JSON",
+        help='any other request field, its value as JSON (e.g. --set \'options={"number_locale": "de"}\'); '
+        "repeat",
+    )
+    ev.add_argument(
+        "--url", dest="server", default=DEFAULT_SERVER, help=f"judge service URL (default {DEFAULT_SERVER})"
+    )
+    _api_key_option(ev)
+    ev.add_argument("--retries", type=int, default=4, help="retries on 429/5xx/connection errors")
+    ev.add_argument("--timeout", type=float, default=900.0, help="seconds per request")
+    ev.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def _client_options(parser: argparse.ArgumentParser) -> None:
@@ -134,6 +193,8 @@ async def run_command(args: argparse.Namespace, transport: Transport = None) -> 
             return _emit(await agreement_command(args, transport), args.json, format_agreement)
         if args.command == "regrade":
             return await regrade_command(args, client_for(args, transport))
+        if args.command == "eval":
+            return await eval_command(args, transport)
         return await judge_file_command(args, transport)
     except ApiKeyRefused as exc:
         fix = "pass a valid key with --api-key" if exc.key_sent else "pass one with --api-key"
@@ -191,6 +252,62 @@ async def judge_file_command(args: argparse.Namespace, transport: Transport = No
         f"skipped {summary.skipped} already in {args.output}\n"
     )
     return 1 if summary.failed else 0
+
+
+def eval_configurations(args: argparse.Namespace) -> list[eval_tool.Configuration]:
+    if args.compare is not None:
+        return eval_tool.read_configurations(args.compare)
+    request: dict[str, Any] = {}
+    for flag, field in (
+        ("grader", "grader"),
+        ("decoding", "decoding"),
+        ("score_from", "score_from"),
+        ("orders", "orders"),
+        ("reason_language", "reason_language"),
+    ):
+        if getattr(args, flag) is not None:
+            request[field] = getattr(args, flag)
+    if args.criteria is not None:
+        request["criteria"] = json.loads(args.criteria.read_text(encoding="utf-8"))
+    for item in args.set:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise ValueError(f"--set {item!r}: expected FIELD=JSON")
+        try:
+            request[name] = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise ValueError(
+                f"--set {name}: the value is not JSON ({exc}); quote strings: '\"text\"'"
+            ) from exc
+    return [eval_tool.Configuration(args.name, request, args.pointwise)]
+
+
+async def eval_command(args: argparse.Namespace, transport: Transport = None) -> int:
+    configurations = eval_configurations(args)
+    groups = read_groups(args.data, args.format, limit=args.limit)
+    if not groups:
+        raise ValueError(f"{args.data}: no groups")
+    run_id = args.run_id or f"eval-{args.data.stem}"[:64]
+    async with client_for(args, transport) as client:
+        runs = await eval_tool.run_eval(
+            client,
+            groups,
+            configurations,
+            run_id=run_id,
+            concurrency=args.concurrency,
+            progress=not args.no_progress,
+        )
+    reports = eval_tool.evaluate_runs(runs, seed=args.seed)
+    sys.stdout.write(eval_tool.format_table(runs, reports) + "\n")
+    failed = sum(len(run.failed) for run in runs)
+    if failed:
+        sys.stderr.write(f"{failed} group judgement(s) failed; their answers count as unscored\n")
+    if args.out is not None:
+        document = eval_tool.report_document(
+            runs, reports, data=args.data, data_format=args.format, run_id=run_id
+        )
+        args.out.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+    return 1 if failed else 0
 
 
 def _emit(report: Any, as_json: bool, text: Any) -> int:

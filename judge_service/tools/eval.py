@@ -1,0 +1,242 @@
+"""`judge-service eval`: how well a grader configuration follows labels, measured through a running service.
+
+Each configuration (request fields such as grader, criteria, decoding, score_from, orders; `pointwise` to
+judge every answer alone) judges every group of the data; the groups of all configurations are sent
+interleaved (group 1 in every configuration, then group 2, ...), so a noisy machine treats them alike.
+Every judge call carries an Idempotency-Key derived from the configuration and the group, so a run that
+stops can be started again: what was judged is replayed from the store, not judged twice. Judgements are
+stored under `--run-id`, one step per configuration (step i = the i-th configuration), so the run pages
+show them and filter them by fingerprint. Figures and intervals: quality/evaluation.py.
+
+The report (`--out`) holds, per configuration, its request, every figure with its interval, and every
+group's judgement ids and (label, score) per answer, from which any figure can be recomputed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from judge_service.client import AsyncJudgeClient, JudgeClientError
+from judge_service.quality.evaluation import (
+    BOOTSTRAP_ROUNDS,
+    FIGURES,
+    JudgedAnswer,
+    JudgedGroup,
+    Report,
+    evaluate,
+)
+from judge_service.schemas import JudgeResponse, canonical_json
+from judge_service.tools.eval_data import DataFormat, LabelledGroup
+
+
+@dataclass(frozen=True)
+class Configuration:
+    name: str
+    request: dict[str, Any]  # request fields laid over each group's own
+    pointwise: bool = False  # judge each answer as a group of one
+
+    @classmethod
+    def parse(cls, value: Any, number: int) -> Configuration:
+        if not isinstance(value, dict) or not isinstance(value.get("request", {}), dict):
+            raise ValueError(f'configuration {number}: expected {{"name": ..., "request": {{...}}}}')
+        unknown = set(value) - {"name", "request", "pointwise"}
+        if unknown:
+            raise ValueError(f"configuration {number}: unknown keys {sorted(unknown)}")
+        return cls(str(value.get("name") or f"config-{number}"), dict(value.get("request", {})),
+                   bool(value.get("pointwise", False)))  # fmt: skip
+
+
+def read_configurations(path: Path) -> list[Configuration]:
+    """A --compare file: a JSON list of {"name", "request", "pointwise"}."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(data, list) or not data:
+        raise ValueError(f"{path}: expected a non-empty JSON list of configurations")
+    configurations = [Configuration.parse(value, i + 1) for i, value in enumerate(data)]
+    names = [c.name for c in configurations]
+    if len(set(names)) != len(names):
+        raise ValueError(f"{path}: configuration names must be unique, got {names}")
+    return configurations
+
+
+@dataclass
+class ConfigurationRun:
+    configuration: Configuration
+    groups: list[JudgedGroup] = field(default_factory=list)
+    failed: list[tuple[int, str]] = field(default_factory=list)  # (group index, why)
+
+
+def idempotency_key(configuration: Configuration, body: dict[str, Any]) -> str:
+    """The same configuration and group always send the same key (a rerun replays), whatever the order."""
+    basis = canonical_json(
+        {"pointwise": configuration.pointwise, "request": configuration.request, "body": body}
+    )
+    return "eval-" + hashlib.sha256(basis.encode()).hexdigest()[:40]
+
+
+def bodies(
+    group: LabelledGroup, configuration: Configuration, *, run_id: str, step: int
+) -> list[dict[str, Any]]:
+    """The request(s) one group makes in one configuration: one, or one per answer when point-wise."""
+    base = {**group.request, **configuration.request, "run_id": run_id, "step": step}
+    if not configuration.pointwise:
+        return [{**base, "group_key": f"g{group.index}"}]
+    return [
+        {**base, "answers": [answer], "group_key": f"g{group.index}-{answer['id']}"}
+        for answer in group.request["answers"]
+    ]
+
+
+async def run_eval(
+    client: AsyncJudgeClient,
+    groups: Sequence[LabelledGroup],
+    configurations: Sequence[Configuration],
+    *,
+    run_id: str,
+    concurrency: int = 4,
+    progress: bool = True,
+) -> list[ConfigurationRun]:
+    runs = [ConfigurationRun(c) for c in configurations]
+    work = [(g, step) for g in groups for step in range(len(configurations))]  # interleaved
+    slots = asyncio.Semaphore(concurrency)
+    bar = _progress(len(work), progress)
+
+    async def one(group: LabelledGroup, step: int) -> None:
+        run = runs[step]
+        async with slots:
+            try:
+                replies = [
+                    await client.judge(body, idempotency_key=idempotency_key(run.configuration, body))
+                    for body in bodies(group, run.configuration, run_id=run_id, step=step)
+                ]
+            except JudgeClientError as exc:  # the group counts as unscored, never as 0
+                run.failed.append((group.index, str(exc)))
+                run.groups.append(_unscored(group))
+            else:
+                run.groups.append(judged(group, replies))
+        if bar is not None:
+            bar.update(1)
+
+    try:
+        await asyncio.gather(*(one(g, step) for g, step in work))
+    finally:
+        if bar is not None:
+            bar.close()
+    for run in runs:
+        run.groups.sort(key=lambda g: g.index)
+    return runs
+
+
+def judged(group: LabelledGroup, replies: Sequence[JudgeResponse]) -> JudgedGroup:
+    scores = {a.id: a.score for reply in replies for a in reply.answers}
+    sensitivities = [r.order_sensitivity for r in replies if r.order_sensitivity is not None]
+    return JudgedGroup(
+        index=group.index,
+        answers=tuple(JudgedAnswer(i, label, scores.get(i)) for i, label in group.labels.items()),
+        judgement_ids=tuple(r.judgement_id for r in replies),
+        order_sensitivity=sum(sensitivities) / len(sensitivities) if sensitivities else None,
+        tokens=sum(r.usage.prompt_tokens + r.usage.completion_tokens for r in replies),
+        seconds=sum(r.timings.total_ms for r in replies) / 1000,
+    )
+
+
+def _unscored(group: LabelledGroup) -> JudgedGroup:
+    return JudgedGroup(group.index, tuple(JudgedAnswer(i, label, None) for i, label in group.labels.items()))
+
+
+def _progress(total: int, enabled: bool) -> Any:
+    if not enabled:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="group", file=sys.stderr)
+
+
+def report_document(
+    runs: Sequence[ConfigurationRun],
+    reports: Sequence[Report],
+    *,
+    data: Path,
+    data_format: DataFormat,
+    run_id: str,
+) -> dict[str, Any]:
+    return {
+        "data": {"path": str(data), "format": data_format, "groups": reports[0].groups if reports else 0},
+        "run_id": run_id,
+        "bootstrap": {"rounds": BOOTSTRAP_ROUNDS, "confidence": 0.95, "over": "groups"},
+        "configurations": [
+            {
+                "name": run.configuration.name,
+                "step": step,
+                "request": run.configuration.request,
+                "pointwise": run.configuration.pointwise,
+                "metrics": {
+                    name: {"value": f.value, "low": f.low, "high": f.high}
+                    for name, f in report.figures.items()
+                },
+                "failed_groups": [{"group": index, "error": why} for index, why in run.failed],
+                "items": [
+                    {
+                        "group": g.index,
+                        "judgement_id": g.judgement_ids[0] if len(g.judgement_ids) == 1 else None,
+                        "judgement_ids": list(g.judgement_ids),
+                        "answers": [{"id": a.id, "label": a.label, "score": a.score} for a in g.answers],
+                    }
+                    for g in run.groups
+                ],
+            }
+            for step, (run, report) in enumerate(zip(runs, reports, strict=True))
+        ],
+    }
+
+
+TABLE_FIGURES = (
+    "auroc",
+    "pairwise_accuracy",
+    "kendall_tau",
+    "flat_share",
+    "unscored_share",
+    "seconds_per_group",
+)
+
+
+def format_table(runs: Sequence[ConfigurationRun], reports: Sequence[Report]) -> str:
+    shown = [name for name in TABLE_FIGURES if any(r.figures[name].value is not None for r in reports)]
+    header = ["configuration", "groups", *shown]
+    rows = [header, ["---"] * len(header)]
+    for run, report in zip(runs, reports, strict=True):
+        cells = [run.configuration.name, str(report.groups)]
+        for name in shown:
+            f = report.figures[name]
+            if f.value is None:
+                cells.append("-")
+            elif f.low is None or f.high is None:
+                cells.append(f"{f.value:.3f}")
+            else:
+                cells.append(f"{f.value:.3f} [{f.low:.3f}, {f.high:.3f}]")
+        rows.append(cells)
+    return "\n".join("| " + " | ".join(row) + " |" for row in rows)
+
+
+def evaluate_runs(runs: Sequence[ConfigurationRun], *, seed: int = 0) -> list[Report]:
+    return [evaluate(run.groups, seed=seed) for run in runs]
+
+
+__all__ = [
+    "FIGURES",
+    "Configuration",
+    "ConfigurationRun",
+    "bodies",
+    "evaluate_runs",
+    "format_table",
+    "idempotency_key",
+    "read_configurations",
+    "report_document",
+    "run_eval",
+]
