@@ -107,7 +107,10 @@ def _add_eval(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         help="labelled: requests whose answers carry `label` (true/false or a number); gsm8k-solutions: "
         "openai/grade-school-math's example_model_solutions.jsonl (default labelled)",
     )
-    ev.add_argument("--limit", type=int, help="only the first N groups of the file")
+    ev.add_argument("--limit", type=int, help="only the first N groups of the file (after --only-mixed)")
+    ev.add_argument(
+        "--only-mixed", action="store_true", help="only groups whose answers' labels differ (rankable)"
+    )
     ev.add_argument("--concurrency", type=int, default=4, help="judge calls in flight (default 4)")
     ev.add_argument(
         "--run-id", default=None, help="run the judgements are stored under (default eval-<file>)"
@@ -284,7 +287,7 @@ def eval_configurations(args: argparse.Namespace) -> list[eval_tool.Configuratio
 
 async def eval_command(args: argparse.Namespace, transport: Transport = None) -> int:
     configurations = eval_configurations(args)
-    groups = read_groups(args.data, args.format, limit=args.limit)
+    groups = read_groups(args.data, args.format, limit=args.limit, only_mixed=args.only_mixed)
     if not groups:
         raise ValueError(f"{args.data}: no groups")
     run_id = args.run_id or f"eval-{args.data.stem}"[:64]

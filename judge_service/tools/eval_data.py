@@ -33,17 +33,23 @@ class LabelledGroup:
     labels: dict[str, Label]  # answer id -> label
 
 
-def read_groups(path: Path, data_format: DataFormat, *, limit: int | None = None) -> list[LabelledGroup]:
-    """The file's groups in order; ValueError naming the line for one that cannot be read."""
+def read_groups(
+    path: Path, data_format: DataFormat, *, limit: int | None = None, only_mixed: bool = False
+) -> list[LabelledGroup]:
+    """The file's groups in order (with `only_mixed`, those whose labels differ: where a ranking can be
+    checked), at most `limit`; ValueError naming the line for one that cannot be read. A group keeps its
+    index in the file either way."""
     reader = _labelled if data_format == "labelled" else _gsm8k_solution
-    groups = []
+    groups: list[LabelledGroup] = []
     for index, (number, row) in enumerate(_rows(path)):
-        if limit is not None and index >= limit:
+        if limit is not None and len(groups) >= limit:
             break
         try:
             request, labels = reader(row)
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"{path}:{number}: not a {data_format} group: {exc}") from exc
+        if only_mixed and len(set(labels.values())) < 2:
+            continue
         groups.append(LabelledGroup(index, request, labels))
     return groups
 

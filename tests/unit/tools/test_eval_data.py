@@ -67,3 +67,11 @@ def test_a_line_that_cannot_be_read_is_named(tmp_path: Path, line: str, problem:
     with pytest.raises(ValueError, match=problem) as caught:
         read_groups(data, "labelled")
     assert ":2:" in str(caught.value)
+
+
+def test_only_mixed_groups_keep_their_index_in_the_file() -> None:
+    mixed = read_groups(GSM8K, "gsm8k-solutions", limit=5, only_mixed=True)
+    assert len(mixed) == 5
+    assert all(len(set(g.labels.values())) == 2 for g in mixed)
+    every = read_groups(GSM8K, "gsm8k-solutions", limit=mixed[-1].index + 1)
+    assert [g.index for g in every if len(set(g.labels.values())) == 2] == [g.index for g in mixed]
