@@ -26,7 +26,6 @@ from typing import Any
 from judge_service.client import AsyncJudgeClient, JudgeClientError
 from judge_service.quality.evaluation import (
     BOOTSTRAP_ROUNDS,
-    FIGURES,
     JudgedAnswer,
     JudgedGroup,
     Report,
@@ -226,17 +225,3 @@ def format_table(runs: Sequence[ConfigurationRun], reports: Sequence[Report]) ->
 
 def evaluate_runs(runs: Sequence[ConfigurationRun], *, seed: int = 0) -> list[Report]:
     return [evaluate(run.groups, seed=seed) for run in runs]
-
-
-__all__ = [
-    "FIGURES",
-    "Configuration",
-    "ConfigurationRun",
-    "bodies",
-    "evaluate_runs",
-    "format_table",
-    "idempotency_key",
-    "read_configurations",
-    "report_document",
-    "run_eval",
-]
