@@ -140,7 +140,11 @@ def _add_eval(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         "repeat",
     )
     ev.add_argument(
-        "--url", dest="server", default=DEFAULT_SERVER, help=f"judge service URL (default {DEFAULT_SERVER})"
+        "--url",
+        "--server",
+        dest="server",
+        default=DEFAULT_SERVER,
+        help=f"judge service URL (default {DEFAULT_SERVER})",
     )
     _api_key_option(ev)
     ev.add_argument("--retries", type=int, default=4, help="retries on 429/5xx/connection errors")

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from judge_service.client import AsyncJudgeClient, JudgeClientError
+from judge_service.client import ApiKeyRefused, AsyncJudgeClient, JudgeClientError
 from judge_service.quality.evaluation import (
     BOOTSTRAP_ROUNDS,
     JudgedAnswer,
@@ -114,6 +114,8 @@ async def run_eval(
                     await client.judge(body, idempotency_key=idempotency_key(run.configuration, body))
                     for body in bodies(group, run.configuration, run_id=run_id, step=step)
                 ]
+            except ApiKeyRefused:  # no group can be judged: the command stops (exit 2)
+                raise
             except JudgeClientError as exc:  # the group counts as unscored, never as 0
                 run.failed.append((group.index, str(exc)))
                 run.groups.append(_unscored(group))

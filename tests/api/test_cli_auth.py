@@ -65,13 +65,21 @@ def command(name: str, tmp_path: Path) -> list[str]:
         source = tmp_path / "groups.jsonl"
         source.write_text("".join(json.dumps(group(2, step=i)) + "\n" for i in range(4)))
         return ["judge-file", str(source), str(tmp_path / "out.jsonl"), "--concurrency", "2"]
+    if name == "eval":
+        data = tmp_path / "labelled.jsonl"
+        answers = [
+            {"id": "a0", "text": "Click Share.", "label": True},
+            {"id": "a1", "text": "No.", "label": False},
+        ]
+        data.write_text(json.dumps({**group(2), "answers": answers}) + "\n")
+        return ["eval", "--data", str(data), "--run-id", "r-eval"]
     return ["regrade", "--run-id", "r", "--out", str(tmp_path / "regraded.jsonl")]
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     add_commands(parser.add_subparsers(dest="command", required=True))
-    extra = ["--retries", "0", "--no-progress"] if argv[0] in ("judge-file", "regrade") else []
+    extra = ["--retries", "0", "--no-progress"] if argv[0] in ("judge-file", "regrade", "eval") else []
     return parser.parse_args([*argv, "--server", "http://judge", *extra])
 
 
@@ -132,6 +140,8 @@ async def test_a_command_needs_the_key_and_works_with_it_from_the_flag_or_the_va
         assert len(lines) == 4 and all("judgement" in line for line in lines)  # no 401 error lines
     if name == "regrade":
         assert "regraded 3, failed 0" in flag_err and "regraded" in env_err
+    if name == "eval":
+        assert "| default | 1 |" in flag_out and flag_out == env_out  # the rerun replays the same scores
 
 
 async def test_judge_file_without_the_key_stops_at_once_and_leaves_every_group_to_a_rerun(
