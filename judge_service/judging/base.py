@@ -45,6 +45,10 @@ class Group:
     def of(cls, request: JudgeRequest, judgement_id: str) -> Group:
         return cls(judgement_id, request.conversation, request.reference, request.answers)
 
+    def conversation_text(self) -> str:
+        """The conversation's messages as one text (what tells a group's language)."""
+        return "\n".join(message.content for message in self.conversation)
+
 
 @dataclass(frozen=True)
 class AnswerGrade:

@@ -32,6 +32,11 @@ _TOLERANCE = 1e-9
 GroupScores = Sequence[float | None]
 
 
+def is_flat(scored: Sequence[float]) -> bool:
+    """Two or more scores, all the same (to the grader's rounding): GRPO advantages all zero."""
+    return len(scored) >= 2 and max(scored) - min(scored) <= _TOLERANCE
+
+
 def calibrate(groups: Iterable[GroupScores]) -> CalibrationReport:
     scores: list[float] = []
     n_groups = unscored = flat = too_few = 0
@@ -42,7 +47,7 @@ def calibrate(groups: Iterable[GroupScores]) -> CalibrationReport:
         scores.extend(scored)
         if len(scored) < 2:
             too_few += 1
-        elif max(scored) - min(scored) <= _TOLERANCE:
+        elif is_flat(scored):
             flat += 1
     rates = [_rate(t, scores) for t in THRESHOLDS]
     notes = []

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from judge_service.quality.agreement import kendall_tau_b, pairwise_agreement, spearman_rho
+from judge_service.quality.calibration import is_flat
 
 Label = bool | float
 BOOTSTRAP_ROUNDS = 1000
@@ -112,10 +113,10 @@ def spearman(groups: Sequence[JudgedGroup]) -> float | None:
 
 
 def flat_share(groups: Sequence[JudgedGroup]) -> float | None:
-    eligible = [g for g in groups if len(g.scored) >= 2]
+    eligible = [[a.score for a in g.scored if a.score is not None] for g in groups if len(g.scored) >= 2]
     if not eligible:
         return None
-    return sum(1 for g in eligible if len({round(a.score or 0.0, 9) for a in g.scored}) == 1) / len(eligible)
+    return sum(1 for scores in eligible if is_flat(scores)) / len(eligible)
 
 
 def unscored_share(groups: Sequence[JudgedGroup]) -> float | None:

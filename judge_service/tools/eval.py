@@ -17,11 +17,12 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from tqdm import tqdm
 
 from judge_service.client import ApiKeyRefused, AsyncJudgeClient, JudgeClientError
 from judge_service.quality.evaluation import (
@@ -48,8 +49,8 @@ class Configuration:
         unknown = set(value) - {"name", "request", "pointwise"}
         if unknown:
             raise ValueError(f"configuration {number}: unknown keys {sorted(unknown)}")
-        return cls(str(value.get("name") or f"config-{number}"), dict(value.get("request", {})),
-                   bool(value.get("pointwise", False)))  # fmt: skip
+        name = str(value.get("name") or f"config-{number}")
+        return cls(name, dict(value.get("request", {})), bool(value.get("pointwise", False)))
 
 
 def read_configurations(path: Path) -> list[Configuration]:
@@ -104,7 +105,6 @@ async def run_eval(
     runs = [ConfigurationRun(c) for c in configurations]
     work = [(g, step) for g in groups for step in range(len(configurations))]  # interleaved
     slots = asyncio.Semaphore(concurrency)
-    bar = _progress(len(work), progress)
 
     async def one(group: LabelledGroup, step: int) -> None:
         run = runs[step]
@@ -121,14 +121,10 @@ async def run_eval(
                 run.groups.append(_unscored(group))
             else:
                 run.groups.append(judged(group, replies))
-        if bar is not None:
-            bar.update(1)
+        bar.update(1)
 
-    try:
+    with tqdm(total=len(work), unit="group", desc="evaluating", disable=not progress or None) as bar:
         await asyncio.gather(*(one(g, step) for g, step in work))
-    finally:
-        if bar is not None:
-            bar.close()
     for run in runs:
         run.groups.sort(key=lambda g: g.index)
     return runs
@@ -149,14 +145,6 @@ def judged(group: LabelledGroup, replies: Sequence[JudgeResponse]) -> JudgedGrou
 
 def _unscored(group: LabelledGroup) -> JudgedGroup:
     return JudgedGroup(group.index, tuple(JudgedAnswer(i, label, None) for i, label in group.labels.items()))
-
-
-def _progress(total: int, enabled: bool) -> Any:
-    if not enabled:
-        return None
-    from tqdm import tqdm
-
-    return tqdm(total=total, unit="group", file=sys.stderr)
 
 
 def report_document(

@@ -191,5 +191,5 @@ def _reason_language(option: str | None, group: Group) -> str | None:
     """The English name of the language reasons are asked in: the option's, or for "auto" the
     conversation's (None when it cannot be told: the prompt then asks for none)."""
     if option == "auto":
-        option = language_of("\n".join(message.content for message in group.conversation))
+        option = language_of(group.conversation_text())
     return LANGUAGE_NAMES[option] if option is not None else None

@@ -55,6 +55,8 @@ class PerAnswerGrader:
 
     def __init__(self, rule: RuleGrader) -> None:
         self._rule = rule
+        # Decided once: a runtime protocol check costs more than the grading of a small group.
+        self._group_rule = rule if isinstance(rule, GroupRuleGrader) else None
 
     @property
     def name(self) -> str:
@@ -77,14 +79,14 @@ class PerAnswerGrader:
         return await asyncio.to_thread(self._grade_all, group, options)
 
     def _grade_all(self, group: Group, options: RuleOptions) -> GroupGrades:
-        if isinstance(self._rule, GroupRuleGrader):
-            return self._grade_group(self._rule, group, options)
+        if self._group_rule is not None:
+            return self._grade_group(self._group_rule, group, options)
         return GroupGrades({a.id: self._grade_one(a.text, group.reference, options) for a in group.answers})
 
     def _grade_group(self, rule: GroupRuleGrader, group: Group, options: RuleOptions) -> GroupGrades:
-        context = "\n".join(message.content for message in group.conversation)
         try:
-            grades = rule.grade_group([a.text for a in group.answers], group.reference, context, options)
+            answers = [a.text for a in group.answers]
+            grades = rule.grade_group(answers, group.reference, group.conversation_text(), options)
         except ValueError as exc:
             raise InvalidGroupError(f"grader '{self.name}': {exc}") from exc
         return GroupGrades(

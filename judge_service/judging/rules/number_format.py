@@ -64,6 +64,7 @@ class Reading:
 
     decimal: DecimalMark
     why: str
+    overrides: bool = False  # named by number_locale: every text is read so, its own figures aside
 
 
 @lru_cache(maxsize=256)
@@ -74,8 +75,8 @@ def cached_language(text: str) -> str | None:
 
 def locale_reading(locale: str | dict[str, str]) -> Reading:
     if isinstance(locale, str):
-        return Reading(LOCALE_DECIMAL[locale], f"number_locale {locale}")
-    return Reading(",", "number_locale") if locale["decimal"] == "," else Reading(".", "number_locale")
+        return Reading(LOCALE_DECIMAL[locale], f"number_locale {locale}", overrides=True)
+    return Reading("," if locale["decimal"] == "," else ".", "number_locale", overrides=True)
 
 
 def group_reading(

@@ -196,8 +196,9 @@ def scan(text: str) -> Scan:
     german_scales = 0
     ambiguous = False
     for match, digits in matches:
-        decimal = _unambiguous_decimal_mark(digits)
-        if decimal:
+        if digits.isdigit():  # most figures: no separator, no vote, nothing ambiguous
+            pass
+        elif decimal := _unambiguous_decimal_mark(digits):
             own[decimal] += 1
         elif not match["exponent"] and _is_ambiguous_body(digits):
             ambiguous = True
@@ -394,17 +395,19 @@ class NumbersGrader:
         self, answers: Sequence[str], reference: str, context: str, options: RuleOptions
     ) -> list[Grade]:
         """`context`: the conversation's text, which tells the group's language."""
+        # Whether the reference has figures does not depend on how they read: answered before any answer
+        # is scanned (a blend's reference without figures costs no more than before).
+        if not _reference_figures(reference, "."):
+            grade = Grade(score=None, explanation="reference has no figures; numbers grader does not apply")
+            return [grade] * len(answers)
         reference_scan = _reference_scan(reference)
         answer_scans = [scan(answer) for answer in answers]
         reading = _reading(reference, reference_scan, answers, answer_scans, context, options)
-        reference_decimal = _decimal_of(reference_scan, reading, options)
+        reference_decimal = _decimal_of(reference_scan, reading)
         wanted = _reference_figures(reference, reference_decimal)
-        if not wanted:
-            grade = Grade(score=None, explanation="reference has no figures; numbers grader does not apply")
-            return [grade] * len(answers)
         grades = []
         for scanned in answer_scans:
-            decimal = _decimal_of(scanned, reading, options)
+            decimal = _decimal_of(scanned, reading)
             note = ""
             if reference_scan.votes.ambiguous or scanned.votes.ambiguous:
                 note = _format_note(reading, reference_scan, reference_decimal, scanned, decimal)
@@ -434,8 +437,8 @@ def _reading(
     return group_reading(reference_scan.votes, votes, reference, context, list(answers))
 
 
-def _decimal_of(scanned: Scan, reading: Reading | None, options: RuleOptions) -> DecimalMark:
-    if reading is not None and options.number_locale != "auto":
+def _decimal_of(scanned: Scan, reading: Reading | None) -> DecimalMark:
+    if reading is not None and reading.overrides:
         return reading.decimal
     own = scanned.votes.own
     if own is not None:
@@ -453,7 +456,7 @@ def _format_note(
     """Which format the reference and the answer were read in, and why, in a few words."""
 
     def why(scanned: Scan) -> str:
-        if reading is not None and (scanned.votes.own is None or reading.why.startswith("number_locale")):
+        if reading is not None and (scanned.votes.own is None or reading.overrides):
             return reading.why
         return "its own figures"
 
@@ -467,11 +470,10 @@ def _format_note(
         )
     if reference_why == answer_why:
         return f"read with a {name(decimal)} ({answer_why})"
-    return (
-        f"read with a {name(decimal)} ({reference_why}; the answer by its own figures)"
-        if (answer_why == "its own figures")
-        else f"read with a {name(decimal)} (the reference by its own figures; the answer by {answer_why})"
-    )
+    # Same mark, different reasons: one of the two was read by its own figures.
+    if answer_why == "its own figures":
+        return f"read with a {name(decimal)} ({reference_why}; the answer by its own figures)"
+    return f"read with a {name(decimal)} (the reference by its own figures; the answer by {answer_why})"
 
 
 def _grade(wanted: Sequence[Figure], offered: list[Figure], note: str) -> Grade:
