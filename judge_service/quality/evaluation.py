@@ -63,19 +63,18 @@ class Report:
     figures: dict[str, Figure] = field(default_factory=dict)
 
 
-def _binary(label: Label) -> bool | None:
-    return label if isinstance(label, bool) else None
+def _scores_labelled(groups: Sequence[JudgedGroup], label: bool) -> list[float]:
+    return [a.score for g in groups for a in g.answers if a.label is label and a.score is not None]
 
 
 def auroc(groups: Sequence[JudgedGroup]) -> float | None:
-    positives = [a.score for g in groups for a in g.scored if _binary(a.label) is True]
-    negatives = [a.score for g in groups for a in g.scored if _binary(a.label) is False]
+    positives, negatives = _scores_labelled(groups, True), _scores_labelled(groups, False)
     if not positives or not negatives:
         return None
     wins = 0.0
     for p in positives:
         for n in negatives:
-            wins += 1.0 if p > n else 0.5 if p == n else 0.0  # type: ignore[operator]
+            wins += 1.0 if p > n else 0.5 if p == n else 0.0
     return wins / (len(positives) * len(negatives))
 
 
