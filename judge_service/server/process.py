@@ -87,15 +87,15 @@ class ServiceProcess:
         return self
 
     def _wait_ready(self, deadline: float) -> None:
+        self.port = 0  # this start's port, read once from this start's log
         while time.monotonic() < deadline:
             if self.proc is not None and self.proc.poll() is not None:
                 raise RuntimeError(f"the service exited with {self.proc.returncode}:\n{self.tail()}")
-            found = _RUNNING.search(self.log())
-            if found:
+            if not self.port and (found := _RUNNING.search(self.log())):
                 self.port = int(found.group(1))
-                if self._ready():
-                    return
-            time.sleep(0.05 if not found else 0.2)
+            if self.port and self._ready():
+                return
+            time.sleep(0.2 if self.port else 0.05)
         raise TimeoutError(f"the service did not become ready:\n{self.tail()}")
 
     def _ready(self) -> bool:
