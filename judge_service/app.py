@@ -6,6 +6,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI
 
@@ -21,11 +22,18 @@ from judge_service.backends.base import JudgeBackend
 from judge_service.backends.factory import build_backend
 from judge_service.backends.readiness import Readiness, follow_backend
 from judge_service.config import Settings
+from judge_service.judging.base import Grader
+from judge_service.judging.code.grader import load_code_grader
+from judge_service.judging.code.pool import WorkerPool
+from judge_service.judging.code.spec import parse_code_graders
 from judge_service.judging.llm.admission import GroupAdmission
 from judge_service.judging.llm.caller import JudgeCaller, JudgeSettings
 from judge_service.judging.llm.judge import LLMJudge
 from judge_service.judging.llm.prompt import PromptRenderer
 from judge_service.judging.registry import GraderRegistry
+from judge_service.judging.rft.grader import RftConfigGrader, parse_rft_graders
+from judge_service.judging.rft.model import ModelGrading
+from judge_service.judging.rft.run import GraderConfigError, RftRunner
 from judge_service.metrics import JudgeMetrics
 from judge_service.service import JudgeService
 from judge_service.store.base import JudgementStore
@@ -81,8 +89,18 @@ def create_app(
             readiness=readiness,
         )
         app.state.readiness = readiness
+        code_pool = WorkerPool(settings.resolved_code_workers(), on_replace=metrics.code_workers_replaced.inc)
+        rft_runner = RftRunner(
+            model=ModelGrading(judge_backend), pool=code_pool, allow_python=settings.allow_inline_python
+        )
+        app.state.rft_runner = rft_runner
+        try:
+            configured = await _configured_graders(settings, code_pool, rft_runner, metrics)
+        except BaseException:
+            await code_pool.close()
+            raise
         service = JudgeService(
-            graders=GraderRegistry.with_rule_graders(judge),
+            graders=GraderRegistry.with_rule_graders(judge, *configured),
             store=judgement_store,
             metrics=metrics,
             idempotency_lease_s=settings.idempotency_lease_s,
@@ -121,6 +139,7 @@ def create_app(
         finally:
             await shut_down()
             following.cancel()
+            await code_pool.close()
             await judge_backend.close()
             await judgement_store.close()
 
@@ -146,5 +165,26 @@ def create_app(
     app.include_router(health.router)
     app.include_router(quality.router)
     app.include_router(compat.router)
+    app.include_router(compat.fine_tuning)
 
     return app
+
+
+async def _configured_graders(
+    settings: Settings, pool: WorkerPool, runner: RftRunner, metrics: JudgeMetrics
+) -> list[Grader[Any]]:
+    """The graders JUDGE_CODE_GRADERS and JUDGE_RFT_GRADERS name; ValueError (the service does not start)
+    for one that cannot load or run."""
+    graders: list[Grader[Any]] = []
+    if settings.code_graders:
+        specs = parse_code_graders(settings.code_graders)
+        await pool.fill()
+        graders.extend([await load_code_grader(spec, pool, metrics) for spec in specs])
+    if settings.rft_graders:
+        for name, config in parse_rft_graders(settings.rft_graders).items():
+            try:
+                runner.validate(config)
+            except GraderConfigError as exc:
+                raise ValueError(f"JUDGE_RFT_GRADERS: grader {name!r}: {exc}") from exc
+            graders.append(RftConfigGrader(name, config, runner))
+    return graders

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Literal
 
@@ -131,6 +132,31 @@ class Settings(BaseSettings):
         default=True,
         description="Show the judge the answers in a seeded shuffled order (position bias); the seed and "
         "order are stored with the judgement.",
+    )
+
+    # --- graders written as code (judging/code/) and RFT grader configs (judging/rft/)
+    code_graders: str | None = Field(
+        default=None,
+        description="Graders written as code: a JSON list of {name, target: 'package.module:function', "
+        "signature: rft|verl|group, timeout_s, memory_mb, score_range}, inline or the path of a JSON file "
+        "(README, Graders as code).",
+    )
+    rft_graders: str | None = Field(
+        default=None,
+        description="RFT grader configs as named graders: a JSON object of name -> grader config "
+        "(string_check, text_similarity, score_model, label_model, multi, python), inline or a file's path.",
+    )
+    code_workers: int | None = Field(
+        default=None,
+        ge=1,
+        le=256,
+        description="Worker processes that run graders written as code. None: the CPU count, at most 8.",
+    )
+    allow_inline_python: bool = Field(
+        default=False,
+        description="Run `python` RFT graders, whose source comes with the request or config. Off by "
+        "default: such source runs with the service's rights (in a worker process, with a timeout and a "
+        "memory cap, but not sandboxed).",
     )
 
     health_interval_s: float = Field(
@@ -278,6 +304,9 @@ class Settings(BaseSettings):
         url = self.database_url.get_secret_value() if self.database_url else ""
         several = self.workers > 1 or is_postgres(url)
         return "shared" if several else "local"
+
+    def resolved_code_workers(self) -> int:
+        return self.code_workers or min(8, os.cpu_count() or 1)
 
     def resolved_db_path(self) -> Path:
         return self.db_path or self.home_dir / "judgements.sqlite3"

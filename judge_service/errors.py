@@ -3,6 +3,7 @@
     JudgeServiceError                  code            HTTP
     ├── InvalidGroupError              invalid_group   422  the request is well-formed but unusable
     │   └── PromptTooLongError         prompt_too_long 422  the rendered group exceeds the judge's context
+    ├── ForbiddenError                 forbidden       403  a feature the operator has turned off
     ├── NotFoundError                  not_found       404
     ├── ConflictError                  conflict        409  an Idempotency-Key reused for another request,
     │                                                       or a member that does not fit its group
@@ -45,6 +46,11 @@ class InvalidGroupError(JudgeServiceError):
 
 class PromptTooLongError(InvalidGroupError):
     code = "prompt_too_long"
+
+
+class ForbiddenError(JudgeServiceError):
+    code = "forbidden"
+    http_status = 403
 
 
 class NotFoundError(JudgeServiceError):

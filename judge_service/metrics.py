@@ -172,6 +172,25 @@ class JudgeMetrics:
         )
         for reason in ("size", "deadline"):
             self.member_groups_closed.labels(reason=reason)
+        self.code_grader_calls = Counter(
+            "judge_code_grader_calls_total",
+            "Calls of graders written as code, by grader and outcome (ok, grader_error, grader_timeout, "
+            "grader_memory, grader_crashed, grader_invalid_result, ...)",
+            ["grader", "outcome"],
+            registry=r,
+        )
+        self.code_grader_seconds = Histogram(
+            "judge_code_grader_seconds",
+            "Time to run one group's calls of a code grader, waiting for a worker included",
+            ["grader"],
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.code_workers_replaced = Counter(
+            "judge_code_workers_replaced_total",
+            "Code grader worker processes lost (timeout, crash) and replaced",
+            registry=r,
+        )
 
         # Series that exist from the start, so dashboards and alerts see 0 rather than "no data".
         self.retries.labels(reason="invalid_output")

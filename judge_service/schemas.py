@@ -112,6 +112,37 @@ def _bounded_depth(value: dict[str, Any], info: ValidationInfo) -> dict[str, Any
     return value
 
 
+MAX_ITEM_BYTES = 65_536  # `item`, as canonical JSON
+MAX_ITEM_DEPTH = 16
+
+
+def _bounded_item(value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+    """The task row's grader fields: JSON of bounded size and depth (it is stored with every judgement and
+    sent to code graders)."""
+    if info.context == STORED:
+        return value
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_ITEM_DEPTH:
+            raise ValueError(f"nests deeper than {MAX_ITEM_DEPTH} levels; flatten the item")
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    size = len(canonical_json(value, ascii_only=False).encode())
+    if size > MAX_ITEM_BYTES:
+        raise ValueError(
+            f"is {size} bytes as JSON, over the limit of {MAX_ITEM_BYTES}; keep only the fields graders read"
+        )
+    return value
+
+
+Item = Annotated[dict[str, Any], AfterValidator(_bounded_item)]
+ITEM_DESCRIPTION = (
+    "The task row's grader fields (a JSON object, at most 64 KiB): never shown to the judge or the "
+    "answers; code graders receive it and grader templates read it as {{item.field}}. Stored with the "
+    "judgement."
+)
+
 # --------------------------------------------------------------------------- requests
 
 
@@ -222,6 +253,7 @@ class JudgeRequest(StrictModel):
     decoding: Decoding | None = Field(default=None, description=DECODING_DESCRIPTION)
     score_from: ScoreFrom | None = Field(default=None, description=SCORE_FROM_DESCRIPTION)
     reason_language: ReasonLanguage | None = Field(default=None, description=REASON_LANGUAGE_DESCRIPTION)
+    item: Item | None = Field(default=None, description=ITEM_DESCRIPTION)
 
     @model_validator(mode="after")
     def _unique_ids(self) -> JudgeRequest:
@@ -256,6 +288,7 @@ class MemberRequest(StrictModel):
     orders: int = Field(default=1, ge=1, le=MAX_ORDERS)
     decoding: Decoding | None = Field(default=None, description=DECODING_DESCRIPTION)
     score_from: ScoreFrom | None = Field(default=None, description=SCORE_FROM_DESCRIPTION)
+    item: Item | None = Field(default=None, description=ITEM_DESCRIPTION)
     deadline_s: float | None = Field(
         default=None,
         gt=0,
@@ -299,6 +332,10 @@ class TermScore(ResponseModel):
     weight: float
     score: float | None = Field(description="null when the term did not apply or failed")
     explanation: str
+    details: dict[str, Any] | None = Field(
+        default=None,
+        description="Fields a code grader returned beside its score (explanations; they never change it).",
+    )
 
 
 AnswerStatus = Literal["scored", "unscored"]
@@ -459,6 +496,34 @@ class BatchJudgeResponse(ResponseModel):
 
 class ErrorResponse(ResponseModel):
     error: ErrorBody
+
+
+# --------------------------------------------------------------------------- graders
+
+GraderKind = Literal["judge", "rule", "code", "rft", "blend"]
+
+
+class GraderInfo(ResponseModel):
+    name: str
+    kind: GraderKind
+    fingerprint: str | None = Field(
+        description="The grader fingerprint of a request naming this grader with default options."
+    )
+    runs_model: bool
+    target: str | None = Field(default=None, description="Code graders: package.module:function.")
+    signature: str | None = Field(default=None, description="Code graders: rft, verl or group.")
+    source_sha256: str | None = Field(
+        default=None,
+        description="Code graders: hash of the function's module source; RFT configs: of the config.",
+    )
+    version: str | None = Field(
+        default=None, description="Code graders: the installed distribution's version."
+    )
+    terms: list[GraderTerm] | None = Field(default=None, description="Blends: their terms.")
+
+
+class GraderList(ResponseModel):
+    items: list[GraderInfo]
 
 
 # --------------------------------------------------------------------------- regrading

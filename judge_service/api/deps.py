@@ -12,6 +12,7 @@ from fastapi import Depends, Path, Request
 
 from judge_service.api.middleware.auth import KeyRing
 from judge_service.assembly import MemberAssembly
+from judge_service.judging.rft.run import RftRunner
 from judge_service.metrics import JudgeMetrics
 from judge_service.schemas import MAX_STEP, RUN_ID_PATTERN
 from judge_service.service import JudgeService
@@ -32,6 +33,7 @@ def _app_state(name: str, kind: type[T]) -> Callable[[Request], Awaitable[T]]:
 ServiceDep = Annotated[JudgeService, Depends(_app_state("service", JudgeService))]
 MetricsDep = Annotated[JudgeMetrics, Depends(_app_state("metrics", JudgeMetrics))]
 AssemblyDep = Annotated[MemberAssembly, Depends(_app_state("assembly", MemberAssembly))]
+RftRunnerDep = Annotated[RftRunner, Depends(_app_state("rft_runner", RftRunner))]
 # The API keys, and the page sessions they sign.
 KeysDep = Annotated[KeyRing, Depends(_app_state("keys", KeyRing))]
 

@@ -18,6 +18,7 @@ from judge_service.schemas import (
     BatchJudgeRequest,
     BatchJudgeResponse,
     ErrorResponse,
+    GraderList,
     JudgementPage,
     JudgeRequest,
     JudgeResponse,
@@ -80,6 +81,13 @@ async def judge_batch(
 )
 async def judge_member(request: MemberRequest, http: Request, assembly: AssemblyDep) -> MemberResponse:
     return await assembly.submit(request, caller=caller_of(http.scope))
+
+
+@router.get(
+    "/graders", response_model=GraderList, summary="Every grader and blend, with its kind and fingerprint"
+)
+async def list_graders(service: ServiceDep) -> GraderList:
+    return GraderList(items=service.graders())
 
 
 @router.get("/judgements/{judgement_id}", response_model=StoredJudgement, summary="One stored judgement")

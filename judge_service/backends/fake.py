@@ -100,6 +100,8 @@ class FakeBackend:
         return _marks(_criteria_by_id(request))
 
     def unscripted_reply(self, request: GenerationRequest) -> str:
+        if request.json_schema is not None and set(request.json_schema.get("properties", ())) == {"result"}:
+            return _result_reply(request)  # an RFT score_model or label_model grader (judging/rft/model.py)
         if type(self).marks_for is not FakeBackend.marks_for:
             marks = self.marks_for(request)
             return json.dumps(marks[request.answer_id] if request.answer_id is not None else marks)
@@ -122,6 +124,23 @@ class FakeBackend:
 
     async def close(self) -> None:
         self._ready = False
+
+
+_SCORE = re.compile(r"\[fake judge: score (-?[0-9.]+)\]")
+_LABEL = re.compile(r"\[fake judge: label ([^\]]+)\]")
+
+
+def _result_reply(request: GenerationRequest) -> str:
+    """An RFT model grader's {"result": ...}: the score or label that "[fake judge: score X]" or "[fake
+    judge: label L]" in the prompt asks for; else 0, or the first label."""
+    text = "\n".join(m["content"] for m in request.messages)
+    labels = (request.json_schema or {})["properties"]["result"].get("enum")
+    if labels:
+        asked = _LABEL.search(text)
+        label = asked.group(1) if asked and asked.group(1) in labels else labels[0]
+        return json.dumps({"result": label})
+    score = _SCORE.search(text)
+    return json.dumps({"result": float(score.group(1)) if score else 0})
 
 
 CriteriaById = tuple[tuple[str, tuple[str, ...]], ...]

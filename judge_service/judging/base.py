@@ -40,10 +40,11 @@ class Group:
     conversation: Sequence[ChatMessage]
     reference: str
     answers: Sequence[Answer]
+    item: Mapping[str, Any] | None = None  # the task row's grader fields, never shown to the judge
 
     @classmethod
     def of(cls, request: JudgeRequest, judgement_id: str) -> Group:
-        return cls(judgement_id, request.conversation, request.reference, request.answers)
+        return cls(judgement_id, request.conversation, request.reference, request.answers, request.item)
 
     def conversation_text(self) -> str:
         """The conversation's messages as one text (what tells a group's language)."""
@@ -58,13 +59,15 @@ class AnswerGrade:
     others). `applies=True` with score None: the grader failed for this answer, which leaves the answer
     unscored, never 0. `criteria` holds per-criterion marks for graders that mark criteria, as plain
     data in CriterionMark's shape ({"mark", "score", "reason"}): validated once with the answer's result,
-    which costs far less than a model object per criterion.
+    which costs far less than a model object per criterion. `details`: explanation fields a code grader
+    returned beside its score (stored and shown, never part of the score).
     """
 
     score: float | None
     explanation: str
     applies: bool = True
     criteria: dict[str, dict[str, Any]] | None = None
+    details: dict[str, Any] | None = None
 
 
 @dataclass

@@ -6,8 +6,9 @@ term that does not apply to the group is dropped and the rest scaled up; a term 
 answer makes it unscored). A lone model grader of weight 1 is the exception in shape only: each answer's
 result is that grader's own (its criteria marks and reasons), without a list of terms.
 
-Graders that do not run a model go first, so that a group one of them refuses (422) never waits for a
-model; model graders then run concurrently. A grader named twice in custom terms runs once.
+Graders that do not run a model (rules, code) go first, side by side, so that a group one of them refuses
+(422) never waits for a model; model graders then run concurrently. A grader named twice in custom terms
+runs once.
 """
 
 from __future__ import annotations
@@ -52,9 +53,12 @@ class GradingPlan:
 
     async def grade(self, group: Group) -> GradedGroup:
         by_grader: dict[str, GroupGrades] = {}
-        for term in self._distinct():
-            if not term.grader.runs_model:
-                by_grader[term.grader.name] = await term.grader.grade(group, term.options)
+        checks = [term for term in self._distinct() if not term.grader.runs_model]
+        if len(checks) > 1:  # code graders wait on their workers side by side
+            checked = await asyncio.gather(*(term.grader.grade(group, term.options) for term in checks))
+            by_grader.update((term.grader.name, grades) for term, grades in zip(checks, checked, strict=True))
+        elif checks:
+            by_grader[checks[0].grader.name] = await checks[0].grader.grade(group, checks[0].options)
         models = [term for term in self._distinct() if term.grader.runs_model]
         if len(models) == 1:  # the usual case: no task to schedule
             graded = [await models[0].grader.grade(group, models[0].options)]
@@ -76,6 +80,7 @@ class GradingPlan:
             TermGrade(term.grader.name, term.weight, Grade(grade.score, grade.explanation), grade.applies)
             for term, grade in grades
         ]
+        details = [grade.details for _, grade in grades]
         score, explanation = blend(terms)
         # Plain data validated once: cheaper than a model object per criterion and term.
         return AnswerResult.model_validate(
@@ -90,8 +95,9 @@ class GradingPlan:
                         "weight": t.weight,
                         "score": t.grade.score,
                         "explanation": t.grade.explanation,
+                        "details": term_details,
                     }
-                    for t in terms
+                    for t, term_details in zip(terms, details, strict=True)
                 ],
                 "explanation": explanation,
                 "error": explanation if score is None else None,

@@ -12,8 +12,11 @@ from typing import Any
 
 from judge_service.errors import InvalidGroupError
 from judge_service.judging.base import Grader
+from judge_service.judging.code.grader import CodeGrader
+from judge_service.judging.fingerprint import grader_fingerprint
 from judge_service.judging.llm.judge import JUDGE
 from judge_service.judging.plan import GradingPlan, Term
+from judge_service.judging.rft.grader import RftConfigGrader
 from judge_service.judging.rules.base import PerAnswerGrader, RuleGrader
 from judge_service.judging.rules.checks import (
     ContainsGrader,
@@ -24,7 +27,7 @@ from judge_service.judging.rules.checks import (
 )
 from judge_service.judging.rules.numbers import NumbersGrader
 from judge_service.judging.rules.similarity import SimilarityGrader
-from judge_service.schemas import JudgeRequest
+from judge_service.schemas import GraderInfo, GraderTerm, JudgeRequest
 
 # The rule graders are stateless, so one shared instance of each is safe.
 RULE_GRADERS: Mapping[str, RuleGrader] = MappingProxyType(
@@ -115,6 +118,50 @@ class GraderRegistry:
                 f"unknown term grader(s) {', '.join(map(repr, unknown))}; "
                 f"terms may use: {', '.join(self._graders)}"
             )
+
+    def describe(self) -> list[GraderInfo]:
+        """Every grader and blend by name, with its kind and the fingerprint a request naming it (with
+        default options) gets (GET /v1/graders)."""
+        probe = {
+            "conversation": [{"role": "user", "content": "."}],
+            "reference": "",
+            "answers": [{"id": "a", "text": ""}],
+        }
+        infos = []
+        for name in self.names:
+            fingerprint = grader_fingerprint(
+                self.plan(JudgeRequest.model_validate({**probe, "grader": name}))
+            )
+            terms = self.blend_terms(name)
+            if terms is not None:
+                infos.append(
+                    GraderInfo(
+                        name=name,
+                        kind="blend",
+                        fingerprint=fingerprint,
+                        runs_model=any(self._graders[n].runs_model for n, _ in terms),
+                        terms=[GraderTerm(grader=n, weight=w) for n, w in terms],
+                    )
+                )
+                continue
+            grader = self._graders[name]
+            info: dict[str, Any] = {"name": name, "fingerprint": fingerprint, "runs_model": grader.runs_model}
+            if isinstance(grader, CodeGrader):
+                info |= {
+                    "kind": "code",
+                    "target": grader.spec.target,
+                    "signature": grader.spec.signature,
+                    "source_sha256": grader.pinned.source_sha256,
+                    "version": grader.pinned.version,
+                }
+            elif isinstance(grader, RftConfigGrader):
+                info |= {"kind": "rft", "source_sha256": grader.config_sha256}
+            elif isinstance(grader, PerAnswerGrader):
+                info["kind"] = "rule"
+            else:
+                info["kind"] = "judge"
+            infos.append(GraderInfo.model_validate(info))
+        return infos
 
     def plan(self, request: JudgeRequest) -> GradingPlan:
         """The request's plan; InvalidGroupError (422) naming the valid graders for an unknown one."""

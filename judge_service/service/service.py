@@ -23,6 +23,7 @@ from judge_service.schemas import (
     AnswerResult,
     BatchItem,
     ErrorBody,
+    GraderInfo,
     GroupStatus,
     HumanLabels,
     JudgementPage,
@@ -61,6 +62,10 @@ class JudgeService:
         self._fingerprints = FingerprintCache()
         # Judgements whose save failed, by idempotency key: the retry stores them instead of judging again.
         self._unsaved: OrderedDict[str, tuple[str, StoredJudgement]] = OrderedDict()
+
+    def graders(self) -> list[GraderInfo]:
+        """Every grader this service offers, with its kind and fingerprint."""
+        return self._graders.describe()
 
     async def grade(
         self, request: JudgeRequest, *, idempotency_key: str | None = None, caller: str | None = None

@@ -43,6 +43,7 @@ class TermScoreV1(_Stored):
     weight: float
     score: float | None
     explanation: str
+    details: dict[str, Any] | None = None
 
 
 class AnswerResultV1(_Stored):

@@ -1,4 +1,6 @@
-"""Trainer-protocol routes: thin; translation is in openrlhf.py, grouping in assembly/."""
+"""Compatibility routes: thin. OpenRLHF's remote reward protocol (translation in openrlhf.py, grouping in
+assembly/), and the hosted fine-tuning API's grader run and validate (shapes in rft.py, running in
+judging/rft/)."""
 
 from __future__ import annotations
 
@@ -8,10 +10,12 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 
-from judge_service.api.compat import openrlhf
-from judge_service.api.deps import AssemblyDep
+from judge_service.api.compat import openrlhf, rft
+from judge_service.api.deps import AssemblyDep, RftRunnerDep
 from judge_service.api.middleware.auth import caller_of
-from judge_service.errors import ConflictError, InvalidGroupError
+from judge_service.errors import ConflictError, ForbiddenError, InvalidGroupError
+from judge_service.judging.rft.models import runs_python
+from judge_service.judging.rft.run import GraderConfigError, PythonNotAllowed
 from judge_service.schemas import MAX_MEMBER_DEADLINE_S, ErrorResponse, MemberResponse
 
 _ERRORS: dict[int | str, dict[str, object]] = {
@@ -19,6 +23,10 @@ _ERRORS: dict[int | str, dict[str, object]] = {
 }
 
 router = APIRouter(prefix="/v1/compat", responses=_ERRORS)
+fine_tuning = APIRouter(
+    prefix="/v1/fine_tuning/alpha/graders",
+    responses={code: {"model": ErrorResponse} for code in (401, 403, 422)},
+)
 log = logging.getLogger(__name__)
 
 
@@ -57,3 +65,22 @@ async def openrlhf_rewards(
 
     results = await asyncio.gather(*(submit(m) for m in members))
     return openrlhf.reply(list(results), params)
+
+
+@fine_tuning.post("/run", summary="Run an RFT grader config on one sample (the hosted API's shape)")
+async def run_grader(body: rft.GraderRunRequest, runner: RftRunnerDep) -> dict[str, Any]:
+    if runs_python(body.grader) and not runner.allow_python:
+        raise ForbiddenError(str(PythonNotAllowed()))
+    outcome = await runner.run(body.grader, body.model_sample, body.item or {})
+    return rft.run_reply(body.grader, outcome)
+
+
+@fine_tuning.post("/validate", summary="Check an RFT grader config without running it")
+async def validate_grader(body: rft.GraderValidateRequest, runner: RftRunnerDep) -> dict[str, Any]:
+    try:
+        runner.validate(body.grader)
+    except PythonNotAllowed as exc:
+        raise ForbiddenError(str(exc)) from exc
+    except GraderConfigError as exc:
+        raise InvalidGroupError(str(exc), details={"flag": exc.flag}) from exc
+    return {"grader": body.grader.model_dump(mode="json", exclude_none=True)}

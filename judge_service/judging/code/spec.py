@@ -1,0 +1,89 @@
+"""JUDGE_CODE_GRADERS: which functions are graders, how they are called, and their limits.
+
+The setting is a JSON list, inline or in a file (its path):
+
+  [{"name": "support_facts", "target": "my_graders.support:grade", "signature": "rft",
+    "timeout_s": 5, "memory_mb": 256}]
+
+Signatures (what the function is given, per answer unless `group`):
+  rft    grade(sample, item) -> float; sample = {"output_text": answer, "output_json": the answer parsed
+         as JSON, or None}; item = the request's `item` ({} when absent)
+  verl   compute_score(data_source, solution_str, ground_truth, extra_info) -> float | dict; data_source
+         = item["data_source"] ("" when absent), ground_truth = the group's reference, extra_info = item;
+         a dict's "score" is the reward, its other keys are explanation fields that never change it
+  group  grade(group) -> list (one result per answer, in order) | dict (answer id -> result); group =
+         {"conversation", "reference", "answers": [{"id", "text"}], "item"}; a result is a float or a
+         dict with "score"
+Async functions too. `score_range` maps what the function returns onto 0-1 (verl rewards in [-1, 1]:
+[-1, 1]); a result outside it leaves the answer unscored.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+
+Signature = Literal["rft", "verl", "group"]
+GRADER_NAME_PATTERN = r"^[a-z][a-z0-9_\-]{0,63}$"
+
+
+class CodeGraderSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(pattern=GRADER_NAME_PATTERN, description="The grader's name in requests.")
+    target: str = Field(
+        pattern=r"^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$",
+        description="package.module:function, importable where the service runs.",
+    )
+    signature: Signature = "rft"
+    timeout_s: float = Field(default=10.0, gt=0, le=600, description="Per call (per answer; per group).")
+    memory_mb: int = Field(default=512, ge=16, le=65_536, description="Memory one call may add.")
+    score_range: tuple[float, float] = Field(
+        default=(0.0, 1.0), description="What the function returns for the worst and the best answer."
+    )
+
+    @model_validator(mode="after")
+    def _ordered_range(self) -> CodeGraderSpec:
+        low, high = self.score_range
+        if not low < high:
+            raise ValueError(
+                f"score_range must be [lowest, highest] with lowest < highest, got {low}, {high}"
+            )
+        return self
+
+    @property
+    def module(self) -> str:
+        return self.target.partition(":")[0]
+
+    @property
+    def function(self) -> str:
+        return self.target.partition(":")[2]
+
+
+_SPECS = TypeAdapter(list[CodeGraderSpec])
+
+
+def parse_code_graders(setting: str) -> list[CodeGraderSpec]:
+    """The specs of JUDGE_CODE_GRADERS (inline JSON, or the path of a JSON file). ValueError says what
+    to fix."""
+    text = setting.strip()
+    source = "JUDGE_CODE_GRADERS"
+    if not text.startswith("["):
+        path = Path(text).expanduser()
+        try:
+            text = path.read_text()
+        except OSError as exc:
+            raise ValueError(f"{source}: neither a JSON list nor a readable file ({exc})") from exc
+        source = f"{source} ({path})"
+    try:
+        specs = _SPECS.validate_python(json.loads(text))
+    except (json.JSONDecodeError, ValidationError) as exc:
+        raise ValueError(f"{source}: {exc}") from exc
+    names = [spec.name for spec in specs]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise ValueError(f"{source}: each grader name must be unique; repeated: {', '.join(repeated)}")
+    return specs
