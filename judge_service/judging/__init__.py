@@ -4,9 +4,10 @@
 - registry.py: grader names, the named blends, and a registry that resolves a request to graders;
 - plan.py: a request's grading plan: run every term's grader, blend per answer (blend.py);
 - fingerprint.py: the hash of everything that decides a judgement's scores;
-- rules/: the rule graders (similarity, numbers, exact, contains, json, label, json-fields);
 - json_text.py: the one reader of JSON inside text (the judge's replies, the JSON rule graders);
 - rules/: the rule graders (similarity, numbers, exact, contains, json, label, json-fields);
+- code/: graders written as code (JUDGE_CODE_GRADERS), run in a pool of worker processes;
+- rft/: RFT grader configs (JUDGE_RFT_GRADERS and the hosted API's grader routes), on rules/ and code/;
 - llm/: the LLM judge, a grader like the others: admission, prompt, answer orders, backend calls,
   parsing, retries.
 

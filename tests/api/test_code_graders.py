@@ -155,7 +155,9 @@ def test_a_failing_grader_leaves_that_answer_unscored(
     assert _scores(_judge(client, ["still works"], grader="fact", item={"fact": "works"})) == [1.0]
 
 
-def test_what_a_grader_prints_does_not_break_the_protocol(code_client: tuple[TestClient, FakeBackend]) -> None:
+def test_what_a_grader_prints_does_not_break_the_protocol(
+    code_client: tuple[TestClient, FakeBackend],
+) -> None:
     client, _ = code_client
     assert _scores(_judge(client, ["a", "b"], grader="prints")) == [1.0, 1.0]
 
@@ -266,6 +268,8 @@ def test_changed_source_is_a_changed_grader(tmp_path: Path, monkeypatch: pytest.
     ],
 )
 def test_a_grader_that_cannot_load_stops_the_start(tmp_path: Path, setting: str, message: str) -> None:
-    with pytest.raises(ValueError, match=re.escape(message)):  # noqa: PT012
-        with make_client(tmp_path, FakeBackend(), code_graders=setting, code_workers=1):
-            pass
+    with (
+        pytest.raises(ValueError, match=re.escape(message)),
+        make_client(tmp_path, FakeBackend(), code_graders=setting, code_workers=1),
+    ):
+        pass

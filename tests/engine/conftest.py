@@ -33,7 +33,9 @@ def engine_service(workdir: Path, **settings: Any) -> ServiceProcess:
 
 @pytest.fixture(scope="session")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
-    service = engine_service(tmp_path_factory.mktemp("engine"))
+    # The README's support grader (examples/support_grader.py), for test_code_graders_engine.py.
+    code_graders = '[{"name": "support_facts", "target": "examples.support_grader:grade", "timeout_s": 5}]'
+    service = engine_service(tmp_path_factory.mktemp("engine"), code_graders=code_graders)
     try:
         service.start(timeout_s=ENGINE_START_TIMEOUT_S)
         with httpx.Client(base_url=service.url, timeout=600) as client:

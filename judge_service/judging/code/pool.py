@@ -21,7 +21,7 @@ import os
 import signal
 import struct
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 
 _HEADER = struct.Struct(">I")
 _MAX_REPLY_BYTES = 64 * 2**20
+STALL_S = 1.0
 WORKER_MODULE = "judge_service.judging.code.worker"
 
 
@@ -122,6 +123,8 @@ class WorkerPool:
         self._size = size
         self._idle: list[_Worker] = []
         self._live = 0
+        self._stalled = 0  # workers whose call has run past its stall time (_reply)
+        self._background: set[asyncio.Task[None]] = set()
         self._available = asyncio.Condition()
         self._closed = False
         self.replaced = 0  # workers lost and replaced
@@ -172,8 +175,12 @@ class WorkerPool:
             try:
                 await worker.send(message)
                 for _ in pending:
-                    reply = await worker.receive(timeout_s)
-                    results.append(_result(reply))
+                    results.append(_result(await self._reply(worker, timeout_s)))
+            except (
+                asyncio.CancelledError
+            ):  # the request went away mid-call: its worker is in an unknown state
+                await asyncio.shield(self._lose(worker))
+                raise
             except TimeoutError:
                 await self._lose(worker)
                 results.append(
@@ -187,6 +194,33 @@ class WorkerPool:
             self._release(worker)
         return results
 
+    async def _reply(self, worker: _Worker, timeout_s: float) -> dict[str, Any]:
+        """The worker's next reply within `timeout_s`. A call still running after STALL_S (or a quarter of
+        its timeout) stops counting against the pool's size, so a grader that hangs delays only its own
+        answers, not every other grader's: the pool may then run up to twice its size."""
+        stall_s = min(STALL_S, timeout_s / 4)
+        receiving = asyncio.ensure_future(worker.receive(None))
+        try:
+            done, _ = await asyncio.wait({receiving}, timeout=stall_s)
+            if not done:
+                await self._count_stalled(+1)
+                try:
+                    done, _ = await asyncio.wait({receiving}, timeout=timeout_s - stall_s)
+                finally:
+                    await self._count_stalled(-1)
+                if not done:
+                    raise TimeoutError
+            return receiving.result()
+        finally:
+            if not receiving.done():
+                receiving.cancel()
+
+    async def _count_stalled(self, change: int) -> None:
+        async with self._available:
+            self._stalled += change
+            if change > 0:
+                self._available.notify()
+
     async def _acquire(self) -> _Worker:
         async with self._available:
             while True:
@@ -197,7 +231,7 @@ class WorkerPool:
                     if worker.alive:
                         return worker
                     self._live -= 1  # died while idle
-                if self._live < self._size:
+                if self._live < self._size + min(self._stalled, self._size):
                     self._live += 1
                     break
                 await self._available.wait()
@@ -209,12 +243,22 @@ class WorkerPool:
                 self._available.notify()
             raise
 
+    def _over_capacity(self) -> bool:
+        """More workers than the size allows now that the stalled calls that made room have ended."""
+        return self._live > self._size + min(self._stalled, self._size)
+
     def _release(self, worker: _Worker) -> None:
-        if self._closed:
-            asyncio.get_running_loop().create_task(worker.kill())
-            return
-        self._idle.append(worker)
-        asyncio.get_running_loop().create_task(self._notify())
+        if self._closed or self._over_capacity():
+            self._live -= 1
+            self._spawn(worker.kill())
+        else:
+            self._idle.append(worker)
+        self._spawn(self._notify())
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self._background.add(task)  # held until done: the loop keeps only weak references
+        task.add_done_callback(self._background.discard)
 
     async def _notify(self) -> None:
         async with self._available:
@@ -227,6 +271,11 @@ class WorkerPool:
         if self._on_replace is not None:
             self._on_replace()
         log.warning("a code grader worker was lost and is replaced (%d so far)", self.replaced)
+        if self._closed or self._over_capacity():  # its slot was an extra one, made while calls stalled
+            async with self._available:
+                self._live -= 1
+                self._available.notify()
+            return
         try:
             fresh = await _Worker.start()
         except Exception:

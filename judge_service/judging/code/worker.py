@@ -19,11 +19,8 @@ T is {"module": "pkg.mod", "function": "name"} (a function in an importable modu
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import importlib
-import importlib.metadata
-import inspect
 import json
 import math
 import os
@@ -64,7 +61,6 @@ class Loaded:
         self.function = function
         self.source_sha256 = source_sha256
         self.module = module
-        self.is_async = inspect.iscoroutinefunction(function)
 
 
 class Loader:
@@ -108,6 +104,8 @@ def distribution_version(module: ModuleType | None) -> str | None:
     grader is described, not at every call: the lookup scans every installed distribution)."""
     if module is None:
         return None
+    import importlib.metadata
+
     top = module.__name__.partition(".")[0]
     names = importlib.metadata.packages_distributions().get(top) or []
     for name in names:
@@ -118,24 +116,38 @@ def distribution_version(module: ModuleType | None) -> str | None:
     return None
 
 
+def _is_async(function: Callable[..., Any]) -> bool:
+    import inspect
+
+    return inspect.iscoroutinefunction(function)
+
+
 def _address_space() -> int:
     with open("/proc/self/statm") as statm:
         return int(statm.read().split()[0]) * _PAGE
 
 
-def call_capped(function: Callable[..., Any], args: list[Any], memory_mb: int, is_async: bool) -> Any:
-    """Call with the address space capped at what it is now plus `memory_mb`."""
+def call_capped(function: Callable[..., Any], args: list[Any], memory_mb: int) -> Any:
+    """Call with the address space capped at what it is now plus `memory_mb`; what the call returns is
+    awaited when it is awaitable (an async grader, or one wrapped by a decorator)."""
     _, hard = resource.getrlimit(resource.RLIMIT_AS)
     cap = _address_space() + memory_mb * 2**20
     if hard != resource.RLIM_INFINITY:
         cap = min(cap, hard)
     resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
     try:
-        if is_async:
-            return asyncio.run(function(*args))
-        return function(*args)
+        result = function(*args)
+        if hasattr(result, "__await__"):
+            import asyncio  # only for async graders: with inspect, most of a worker's start-up time
+
+            return asyncio.run(_awaited(result))
+        return result
     finally:
         resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
+
+
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
 
 
 def _error(kind: str, message: str) -> dict[str, Any]:
@@ -170,7 +182,7 @@ def serve(inbox: BinaryIO, outbox: BinaryIO) -> None:
                     "ok": True,
                     "source_sha256": loaded.source_sha256,
                     "version": distribution_version(loaded.module),
-                    "is_async": loaded.is_async,
+                    "is_async": _is_async(loaded.function),
                 },
             )
             continue
@@ -192,7 +204,7 @@ def serve(inbox: BinaryIO, outbox: BinaryIO) -> None:
             continue
         for args in calls:
             try:
-                reply = _checked(call_capped(loaded.function, args, message["memory_mb"], loaded.is_async))
+                reply = _checked(call_capped(loaded.function, args, message["memory_mb"]))
             except BaseException as exc:
                 reply = _raised(exc)
             try:
