@@ -140,6 +140,7 @@ def prepare(
     options: GroupOptions,
     step: int | None,
     scope: str = "",
+    items: Sequence[Any] | None = None,
 ) -> PreparedBatch:
     """Groups of the batch as judge requests (module docstring). `scope` tells reward calls of one step
     apart (the process rank). The idempotency key hashes the content, so the same batch sent again
@@ -151,7 +152,7 @@ def prepare(
     refused: dict[int, str] = {}
     digest = hashlib.sha256()
     for g, span in enumerate(spans):
-        body = {
+        body: dict[str, Any] = {
             "conversation": as_conversation(prompts[span.start]),
             "reference": clean(str(references[span.start])) if references is not None else "",
             "answers": [{"id": f"c{i}", "text": completion_text(completions[i])} for i in span],
@@ -161,6 +162,8 @@ def prepare(
         }
         if options.grader is not None:
             body["grader"] = options.grader
+        if items is not None and items[span.start] is not None:  # the row's grader fields (code graders)
+            body["item"] = dict(items[span.start])
         if options.criteria is not None:
             body["criteria"] = [
                 c.model_dump() if isinstance(c, Criterion) else dict(c) for c in options.criteria

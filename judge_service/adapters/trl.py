@@ -12,6 +12,9 @@ function that quietly returned nothing would train on noise. Judgements are stor
 the trainer's global step; with a `run_id` each request carries an Idempotency-Key derived from the run,
 the step, the process rank and the batch's content, so a retried step replays what was judged.
 
+A dataset column `item` (a dict of grader fields per row, which the policy never sees) is sent as each
+group's `item`, for graders written as code and RFT grader templates (README, Graders as code).
+
 With TRL's `log_metric` and `log_extra` (1.0 and later) the function reports `<name>/unscored_share` and
 `<name>/latency_s`, and each completion's marks and reasons as the `<name>_reason` column.
 """
@@ -87,6 +90,7 @@ class _Scorer:
             options=self.options,
             step=step,
             scope=f"r{os.environ.get('RANK', '0')}",
+            items=kwargs.get("item"),
         )
 
 

@@ -5,7 +5,8 @@ verl scores one sample per call; no hook of its sees a group. Two entry points:
 1. `compute_score`, for `reward.custom_reward_function` (path `pkg://judge_service.adapters.verl`):
    a sample is judged alone (a group of one), or as a member of its group (POST /v1/judge/member) when
    its `extra_info` carries `group_key` and `group_size`. The prompt comes from `extra_info["prompt"]`
-   (text or chat messages), else `extra_info["question"]`; the reference is verl's ground truth.
+   (text or chat messages), else `extra_info["question"]`; the reference is verl's ground truth, and
+   `extra_info["item"]` (a dict of grader fields) the request's `item`.
 2. `JudgeGroupRewardManager`, for `reward.reward_manager.source=importlib` (module path
    `pkg://judge_service.adapters.verl`, name `JudgeGroupRewardManager`): every sample is a member of the
    group verl's `uid` names, of size `actor_rollout_ref.rollout.n`; the conversation is the sample's
@@ -63,8 +64,10 @@ async def compute_score(
     group_key, group_size = info.get("group_key"), info.get("group_size")
     member = None
     if group_key is not None and group_size is not None:
-        member = settings.member(str(group_key), int(group_size), prompt, solution_str, ground_truth)
-    return await settings.score(member, prompt, solution_str, ground_truth)
+        member = settings.member(
+            str(group_key), int(group_size), prompt, solution_str, ground_truth, info.get("item")
+        )
+    return await settings.score(member, prompt, solution_str, ground_truth, info.get("item"))
 
 
 class JudgeGroupRewardManager(RewardManagerBase):
@@ -86,8 +89,9 @@ class JudgeGroupRewardManager(RewardManagerBase):
         extras = item.non_tensor_batch
         prompt = _plain(extras.get("raw_prompt"))
         ground_truth = (extras.get("reward_model") or {}).get("ground_truth", "")
-        member = self.settings.member(str(extras["uid"]), self.group_size, prompt, text, ground_truth)
-        result = await self.settings.score(member, prompt, text, ground_truth)
+        item = (extras.get("extra_info") or {}).get("item")
+        member = self.settings.member(str(extras["uid"]), self.group_size, prompt, text, ground_truth, item)
+        result = await self.settings.score(member, prompt, text, ground_truth, item)
         return {"reward_score": result["score"], "reward_extra_info": result}
 
 
@@ -105,22 +109,24 @@ class _Settings:
         self.deadline_s = kwargs.get("member_deadline_s")
         self.api_key = kwargs.get("api_key") or os.environ.get("JUDGE_SERVICE_API_KEY")
 
-    def _common(self, prompt: Any, ground_truth: Any) -> dict[str, Any]:
+    def _common(self, prompt: Any, ground_truth: Any, item: Any = None) -> dict[str, Any]:
         body: dict[str, Any] = {
             "conversation": as_conversation(_plain(prompt)),
             "reference": clean(str(ground_truth if ground_truth is not None else "")),
             "run_id": self.run_id,
         }
+        if item is not None:  # the row's grader fields (code graders, RFT grader templates)
+            body["item"] = dict(item)
         if self.grader is not None:
             body["grader"] = self.grader
         return body
 
     def member(
-        self, group_key: str, group_size: int, prompt: Any, text: str, ground_truth: Any
+        self, group_key: str, group_size: int, prompt: Any, text: str, ground_truth: Any, item: Any = None
     ) -> MemberRequest:
         answer = clean(text)
         body = {
-            **self._common(prompt, ground_truth),
+            **self._common(prompt, ground_truth, item),
             "group_key": group_key,
             "group_size": group_size,
             "answer": {"id": hashlib.sha256(answer.encode()).hexdigest()[:16], "text": answer},
@@ -129,7 +135,7 @@ class _Settings:
         return MemberRequest.model_validate(body)
 
     async def score(
-        self, member: MemberRequest | None, prompt: Any, text: str, ground_truth: Any
+        self, member: MemberRequest | None, prompt: Any, text: str, ground_truth: Any, item: Any = None
     ) -> dict[str, float]:
         client = shared_clients(self.url, self.api_key, self.timeout_s).get()
         try:
@@ -139,7 +145,10 @@ class _Settings:
                     answer, incomplete = reply.answer, reply.group_status == "incomplete"
                 else:
                     single = JudgeRequest.model_validate(
-                        {**self._common(prompt, ground_truth), "answers": [{"id": "0", "text": clean(text)}]}
+                        {
+                            **self._common(prompt, ground_truth, item),
+                            "answers": [{"id": "0", "text": clean(text)}],
+                        }
                     )
                     answer, incomplete = (await client.judge(single)).answers[0], False
         except TimeoutError:

@@ -137,3 +137,14 @@ def test_a_missing_reference_column_says_which_to_add(service: ServiceProcess) -
     reward = judge_reward(service.url, num_generations=2)
     with pytest.raises(KeyError, match="reference_column"):
         asyncio.run(reward(prompts=["a", "a"], completions=["x", "y"], answer=["r", "r"]))
+
+
+def test_an_item_column_is_sent_as_each_groups_item(service: ServiceProcess) -> None:
+    reward = judge_reward(service.url, num_generations=2, run_id="trl-item")
+    item = {"facts": ["share", "client"], "forbidden": ["email"]}
+    call = {"prompts": ["How do I share?"] * 2, "completions": ["Click Share.", "Email it."]}
+    scores = asyncio.run(reward(**call, reference=["Click Share."] * 2, item=[item, item]))
+    assert len(scores) == 2
+    (judged,) = run_judgements(service, "trl-item")
+    stored = httpx.get(f"{service.url}/v1/judgements/{judged['judgement_id']}").json()
+    assert stored["request"]["item"] == item

@@ -44,7 +44,9 @@ def parse(formula: str, names: Collection[str]) -> ast.Expression:
     try:
         tree = ast.parse(formula, mode="eval")
     except SyntaxError as exc:
-        raise FormulaError(f"cannot parse {formula!r}: {exc.msg}") from exc
+        raise FormulaError(f"cannot parse {formula[:80]!r}: {exc.msg}") from exc
+    except (RecursionError, MemoryError) as exc:
+        raise FormulaError("the formula is nested too deeply") from exc
     for node in ast.walk(tree):
         _check_node(node, names)
     return tree
@@ -78,7 +80,10 @@ def _check_node(node: ast.AST, names: Collection[str]) -> None:
 
 def evaluate(tree: ast.Expression, values: Mapping[str, float]) -> float:
     """The formula's value; ArithmeticError or ValueError (division by zero, log of 0) as computed."""
-    result = _value(tree.body, values)
+    try:
+        result = _value(tree.body, values)
+    except RecursionError as exc:
+        raise ArithmeticError("the formula is nested too deeply to compute") from exc
     if not math.isfinite(result):
         raise ArithmeticError(f"the formula's value is {result}")
     return float(result)

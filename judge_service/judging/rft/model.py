@@ -1,9 +1,9 @@
 """score_model and label_model graders, answered by this service's judge model.
 
-The config's input messages are rendered (templates.py), a closing system line asks for the hosted API's
-output object, and decoding is constrained to it where the backend can: {"result": number} for a score,
-{"result": one of the labels} for a label. The config's `model` is recorded, not called: the service's
-own judge answers, and its name is reported as the sampled model.
+The config's input messages are rendered (templates.py), the last user turn closes with a line asking
+for the hosted API's output object, and decoding is constrained to it where the backend can:
+{"result": number} for a score, {"result": one of the labels} for a label. The config's `model` is
+recorded, not called: the service's own judge answers, and its name is reported as the sampled model.
 """
 
 from __future__ import annotations
@@ -94,8 +94,7 @@ class ModelGrading:
         schema: dict[str, Any],
         grader: ScoreModelGrader | None,
     ) -> ModelAnswer:
-        chat = [_chat_message(message, namespaces) for message in messages]
-        chat.append({"role": "system", "content": instruction})
+        chat = _chat(messages, namespaces, instruction)
         params = grader.sampling_params if grader is not None else None
         request = GenerationRequest(
             messages=chat,
@@ -121,6 +120,21 @@ class ModelGrading:
                 f"the model's reply has no JSON object with a result: {generation.text[:200]!r}",
             )
         return ModelAnswer(parsed["result"], tokens, self._backend.model_name)
+
+
+def _chat(
+    messages: list[InputMessage], namespaces: Mapping[str, Any], instruction: str
+) -> list[dict[str, str]]:
+    """The rendered messages as a chat every template accepts: the system and developer messages as one
+    leading system message, the others in order, and the output instruction closing the last user turn."""
+    rendered = [_chat_message(message, namespaces) for message in messages]
+    system = "\n\n".join(m["content"] for m in rendered if m["role"] == "system")
+    turns = [m for m in rendered if m["role"] != "system"]
+    if turns and turns[-1]["role"] == "user":
+        turns[-1] = {"role": "user", "content": f"{turns[-1]['content']}\n\n{instruction}"}
+    else:
+        turns.append({"role": "user", "content": instruction})
+    return ([{"role": "system", "content": system}] if system else []) + turns
 
 
 def _chat_message(message: InputMessage, namespaces: Mapping[str, Any]) -> dict[str, str]:

@@ -57,5 +57,5 @@ def check(template: str) -> None:
         return
     try:
         _compiled(template)
-    except TemplateError as exc:
+    except (TemplateError, RecursionError) as exc:
         raise TemplateVariableError(f"template {template[:80]!r} is invalid: {exc}") from exc
