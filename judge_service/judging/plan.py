@@ -55,8 +55,13 @@ class GradingPlan:
         by_grader: dict[str, GroupGrades] = {}
         checks = [term for term in self._distinct() if not term.grader.runs_model]
         if len(checks) > 1:  # code graders wait on their workers side by side
-            checked = await asyncio.gather(*(term.grader.grade(group, term.options) for term in checks))
-            by_grader.update((term.grader.name, grades) for term, grades in zip(checks, checked, strict=True))
+            checked = await asyncio.gather(
+                *(term.grader.grade(group, term.options) for term in checks), return_exceptions=True
+            )
+            for term, grades in zip(checks, checked, strict=True):
+                if isinstance(grades, BaseException):  # a refusal (422) once every check has ended
+                    raise grades
+                by_grader[term.grader.name] = grades
         elif checks:
             by_grader[checks[0].grader.name] = await checks[0].grader.grade(group, checks[0].options)
         models = [term for term in self._distinct() if term.grader.runs_model]
