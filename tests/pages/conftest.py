@@ -91,7 +91,10 @@ def group(step: int, index: int, **extra: Any) -> dict[str, Any]:
 def filled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """A service with one run: STEPS steps of GROUPS_PER_STEP groups (BUSY_GROUPS at BUSY_STEP), one
     group with an unscored answer, one regraded group."""
-    service = ServiceProcess(tmp_path_factory.mktemp("pages")).start()
+    # A code grader whose explanation fields the judgement page shows (test_a_code_graders_fields_...).
+    code_graders = '[{"name": "verl-match", "target": "tests.code_graders:verl_match", "signature": "verl", '
+    code_graders += '"score_range": [-1, 1]}]'
+    service = ServiceProcess(tmp_path_factory.mktemp("pages"), code_graders=code_graders).start()
     try:
         with httpx.Client(base_url=service.url, timeout=30) as client:
             groups = [group(s, i) for s in range(STEPS) for i in range(GROUPS_PER_STEP)]

@@ -229,3 +229,21 @@ def test_a_german_group_renders_with_its_figures_and_what_they_were_read_as(
     wrong = page.locator('tr.answer[data-answer="falsch"]')
     expect(wrong).to_contain_text("0/2 figures within 1%: 1.250 € (=1,250)≠12,5")
     page.screenshot(path=str(screenshot_dir(tmp_path) / "german.png"), full_page=True)
+
+
+def test_a_code_graders_explanation_fields_show_as_text(page: Page, filled: dict[str, Any]) -> None:
+    group = {
+        "conversation": [{"role": "user", "content": "Which plan includes SSO?"}],
+        "reference": "Business",
+        "answers": [{"id": "right", "text": "The Business plan."}, {"id": "wrong", "text": "Starter."}],
+        "grader": "verl-match",
+        "item": {"data_source": HOSTILE[:80]},  # caller text inside a field: shown, never run
+        "run_id": "code-fields",
+        "step": 0,
+    }
+    judged = httpx.post(f"{filled['url']}/v1/judge", json=group, timeout=30).json()
+    page.goto(f"{filled['url']}/ui/judgements/{judged['judgement_id']}")
+    wrong = page.locator('tr.answer[data-answer="wrong"]')
+    expect(wrong).to_contain_text("verl-match")
+    expect(wrong.locator(".details")).to_contain_text("found: false")
+    expect(wrong.locator(".details")).to_contain_text('data_source: <script>alert("x")</script>')

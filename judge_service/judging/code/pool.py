@@ -8,7 +8,9 @@ replaced at once; the calls after the failed one go to a fresh worker. The pool 
 loop through pipes, so a busy or hung worker costs other requests nothing but its own slot.
 
 One group's calls go to one worker in one message (a round trip per group, not per answer); each reply is
-awaited with the call's own timeout.
+awaited with the call's own timeout. A call still running after min(STALL_S, timeout / 4) stops counting
+against the pool's size until it ends (the pool then runs up to twice its size), so one hanging grader
+delays only its own answers (benchmarks/code_graders.py measures it).
 """
 
 from __future__ import annotations
