@@ -83,7 +83,6 @@ class CodeGrader:
             (result,) = await self._pool.call(
                 target,
                 self.pinned.source_sha256,
-                spec.signature,
                 [[_group_argument(group, item)]],
                 timeout_s=spec.timeout_s,
                 memory_mb=spec.memory_mb,
@@ -93,7 +92,6 @@ class CodeGrader:
             results = await self._pool.call(
                 target,
                 self.pinned.source_sha256,
-                spec.signature,
                 [_arguments(spec.signature, answer.text, group.reference, item) for answer in group.answers],
                 timeout_s=spec.timeout_s,
                 memory_mb=spec.memory_mb,
@@ -122,7 +120,7 @@ class CodeGrader:
                 "or a dict by answer id",
             )
             return {answer_id: self._answer_grade(invalid) for answer_id in ids}
-        return {answer_id: self._answer_grade(CallResult(True, per_answer[answer_id])) for answer_id in ids}
+        return {answer_id: self._answer_grade(CallResult(per_answer[answer_id])) for answer_id in ids}
 
     def _answer_grade(self, result: CallResult) -> AnswerGrade:
         if result.ok:

@@ -37,16 +37,19 @@ WORKER_MODULE = "judge_service.judging.code.worker"
 
 @dataclass(frozen=True)
 class CallResult:
-    """One call's outcome: `value` when ok, else `error` (a code) and `message`."""
+    """One call's outcome: `value`, or `error` (a code) and `message`."""
 
-    ok: bool
     value: Any = None
     error: str | None = None
     message: str = ""
 
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
     @classmethod
     def failed(cls, error: str, message: str) -> CallResult:
-        return cls(False, None, error, message)
+        return cls(None, error, message)
 
 
 class WorkerLost(Exception):
@@ -155,7 +158,6 @@ class WorkerPool:
         self,
         target: dict[str, str],
         sha256: str | None,
-        signature: str,
         calls: Sequence[list[Any]],
         *,
         timeout_s: float,
@@ -170,7 +172,6 @@ class WorkerPool:
                 "op": "call",
                 "target": target,
                 "sha256": sha256,
-                "signature": signature,
                 "calls": pending,
                 "memory_mb": memory_mb,
             }
@@ -310,5 +311,5 @@ class WorkerPool:
 
 def _result(reply: dict[str, Any]) -> CallResult:
     if reply["ok"]:
-        return CallResult(True, reply["value"])
+        return CallResult(reply["value"])
     return CallResult.failed(reply["error"], reply["message"])

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
@@ -66,21 +66,32 @@ class CodeGraderSpec(BaseModel):
 _SPECS = TypeAdapter(list[CodeGraderSpec])
 
 
-def parse_code_graders(setting: str) -> list[CodeGraderSpec]:
-    """The specs of JUDGE_CODE_GRADERS (inline JSON, or the path of a JSON file). ValueError says what
-    to fix."""
+def json_setting(setting: str, variable: str, kind: Literal["list", "object"]) -> tuple[Any, str]:
+    """A setting given as inline JSON or as the path of a JSON file (JUDGE_CODE_GRADERS, JUDGE_RFT_GRADERS):
+    the parsed value, and how errors name its source (the variable, and the file when there is one).
+    ValueError says what to fix."""
     text = setting.strip()
-    source = "JUDGE_CODE_GRADERS"
-    if not text.startswith("["):
+    source = variable
+    if not text.startswith("[" if kind == "list" else "{"):
         path = Path(text).expanduser()
         try:
             text = path.read_text()
         except OSError as exc:
-            raise ValueError(f"{source}: neither a JSON list nor a readable file ({exc})") from exc
-        source = f"{source} ({path})"
+            raise ValueError(f"{variable}: neither a JSON {kind} nor a readable file ({exc})") from exc
+        source = f"{variable} ({path})"
     try:
-        specs = _SPECS.validate_python(json.loads(text))
-    except (json.JSONDecodeError, ValidationError) as exc:
+        return json.loads(text), source
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{source}: not JSON ({exc})") from exc
+
+
+def parse_code_graders(setting: str) -> list[CodeGraderSpec]:
+    """The specs of JUDGE_CODE_GRADERS (inline JSON, or the path of a JSON file). ValueError says what
+    to fix."""
+    raw, source = json_setting(setting, "JUDGE_CODE_GRADERS", "list")
+    try:
+        specs = _SPECS.validate_python(raw)
+    except ValidationError as exc:
         raise ValueError(f"{source}: {exc}") from exc
     names = [spec.name for spec in specs]
     repeated = sorted({name for name in names if names.count(name) > 1})

@@ -6,7 +6,7 @@ holds: each message is a 4-byte big-endian length and a JSON object. The pool se
 and reads every reply before the next:
 
   {"op": "describe", "target": T}        -> {"ok": true, "source_sha256", "version", "is_async"} | error
-  {"op": "call", "target": T, "sha256": H, "signature": S, "calls": [args, ...], "memory_mb": M}
+  {"op": "call", "target": T, "sha256": H, "calls": [args, ...], "memory_mb": M}
                                          -> one reply per call, in order: {"ok": true, "value": V} | error
   error: {"ok": false, "error": "grader_error" | "grader_memory" | "grader_changed" | "grader_load",
           "message": "..."}

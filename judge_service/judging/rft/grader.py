@@ -13,13 +13,12 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from judge_service.judging.base import AnswerGrade, Group, GroupGrades, ModelRun
-from judge_service.judging.code.spec import GRADER_NAME_PATTERN
+from judge_service.judging.code.spec import GRADER_NAME_PATTERN, json_setting
 from judge_service.judging.rft.models import MultiGrader, RftGrader, ScoreModelGrader, runs_model
 from judge_service.judging.rft.run import RftOutcome, RftRunner
 from judge_service.schemas import JudgeRequest, Usage, canonical_json
@@ -30,19 +29,7 @@ _CONFIG: TypeAdapter[Any] = TypeAdapter(RftGrader)
 def parse_rft_graders(setting: str) -> dict[str, BaseModel]:
     """JUDGE_RFT_GRADERS: a JSON object of grader name -> config, inline or in a file. ValueError says
     what to fix."""
-    text = setting.strip()
-    source = "JUDGE_RFT_GRADERS"
-    if not text.startswith("{"):
-        path = Path(text).expanduser()
-        try:
-            text = path.read_text()
-        except OSError as exc:
-            raise ValueError(f"{source}: neither a JSON object nor a readable file ({exc})") from exc
-        source = f"{source} ({path})"
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{source}: not JSON ({exc})") from exc
+    raw, source = json_setting(setting, "JUDGE_RFT_GRADERS", "object")
     if not isinstance(raw, dict):
         raise ValueError(f"{source}: a JSON object of grader name -> RFT grader config")
     configs: dict[str, BaseModel] = {}

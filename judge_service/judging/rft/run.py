@@ -233,7 +233,6 @@ class RftRunner:
         (result,) = await self._pool.call(
             {"source": grader.source},
             None,
-            "rft",
             [[namespaces["sample"], namespaces["item"]]],
             timeout_s=self._python_limits.timeout_s,
             memory_mb=self._python_limits.memory_mb,
