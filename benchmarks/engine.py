@@ -11,7 +11,15 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.report import log
-from judge_service.backends.base import BackendHealth, Generation, GenerationRequest, JudgeBackend
+from judge_service.backends.base import (
+    THINKING_OFF,
+    BackendHealth,
+    Generation,
+    GenerationRequest,
+    JudgeBackend,
+    ThinkingCall,
+)
+from judge_service.backends.thinking_profile import ThinkingProfile
 from judge_service.config import Settings
 from judge_service.metrics import JudgeMetrics
 
@@ -59,8 +67,14 @@ class SharedBackend:
     async def start(self) -> None:
         return None
 
-    async def count_prompt_tokens(self, messages: list[dict[str, str]]) -> int | None:
-        return await self._inner.count_prompt_tokens(messages)
+    @property
+    def thinking_profile(self) -> ThinkingProfile | None:
+        return self._inner.thinking_profile
+
+    async def count_prompt_tokens(
+        self, messages: list[dict[str, str]], thinking: ThinkingCall = THINKING_OFF
+    ) -> int | None:
+        return await self._inner.count_prompt_tokens(messages, thinking)
 
     async def generate(self, request: GenerationRequest) -> Generation:
         return await self._inner.generate(request)

@@ -78,6 +78,13 @@ def create_app(
                 score_from=settings.score_from,
                 reason_language=settings.reason_language,
                 mark_logprobs=settings.mark_logprobs,
+                thinking=settings.resolved_thinking(),
+                reasoning_effort=settings.reasoning_effort,
+                thinking_max_tokens=settings.thinking_max_tokens,
+                thinking_min_tokens=settings.thinking_min_tokens,
+                store_thinking=settings.store_thinking,
+                store_thinking_chars=settings.store_thinking_chars,
+                chat_template_sha256=settings.chat_template_sha256(),
             ),
         )
         metrics.admission_limit.labels(limit="in_flight").set(settings.max_groups_in_flight)

@@ -192,6 +192,30 @@ class JudgeMetrics:
             registry=r,
         )
 
+        self.thinking_tokens = Histogram(
+            "judge_thinking_tokens",
+            "Tokens a thinking judge spent thinking per call, by mode (on, budget)",
+            ["mode"],
+            buckets=(16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768),
+            registry=r,
+        )
+        self.reasoning_truncated = Counter(
+            "judge_reasoning_truncated_total",
+            "Judge calls still thinking when their reply stopped (no JSON): retried once with a smaller "
+            "budget, then their answers unscored",
+            registry=r,
+        )
+        self.thinking_budget_exhausted = Counter(
+            "judge_thinking_budget_exhausted_total",
+            "Judge calls whose thinking reached its budget (the end of the thinking was forced)",
+            registry=r,
+        )
+        self.reasoning_misrouted = Counter(
+            "judge_reasoning_misrouted_total",
+            "Judge replies an endpoint put in its reasoning field, recovered from there",
+            registry=r,
+        )
+
         # Series that exist from the start, so dashboards and alerts see 0 rather than "no data".
         self.retries.labels(reason="invalid_output")
         self.unscored_answers.labels(grader="judge")

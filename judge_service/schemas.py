@@ -58,6 +58,30 @@ class ResponseModel(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
+ReasoningEffort = Literal["low", "medium", "high"]
+MAX_THINKING_BUDGET = 131072
+
+
+class ThinkingBudget(StrictModel):
+    budget: int = Field(
+        ge=1,
+        le=MAX_THINKING_BUDGET,
+        description="Thinking tokens at most; then the end of the thinking is forced and the JSON follows.",
+    )
+
+
+Thinking = Literal["off", "on"] | ThinkingBudget
+THINKING_DESCRIPTION = (
+    "Whether a thinking judge reasons before it marks: 'off' (the JSON from the first token), 'on', or "
+    '{"budget": N} (at most N thinking tokens). Default: JUDGE_THINKING, else "off" ("on" for a judge '
+    "that always thinks). Refused (422) where the configured judge cannot do it (README, Thinking judges)."
+)
+REASONING_EFFORT_DESCRIPTION = (
+    "For judges that take it (gpt-oss, OpenAI-compatible endpoints): how much the judge reasons. "
+    "Default: JUDGE_REASONING_EFFORT, else the judge's own."
+)
+
+
 _CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 
 
@@ -253,6 +277,8 @@ class JudgeRequest(StrictModel):
     decoding: Decoding | None = Field(default=None, description=DECODING_DESCRIPTION)
     score_from: ScoreFrom | None = Field(default=None, description=SCORE_FROM_DESCRIPTION)
     reason_language: ReasonLanguage | None = Field(default=None, description=REASON_LANGUAGE_DESCRIPTION)
+    thinking: Thinking | None = Field(default=None, description=THINKING_DESCRIPTION)
+    reasoning_effort: ReasoningEffort | None = Field(default=None, description=REASONING_EFFORT_DESCRIPTION)
     item: Item | None = Field(default=None, description=ITEM_DESCRIPTION)
 
     @model_validator(mode="after")
@@ -288,6 +314,8 @@ class MemberRequest(StrictModel):
     orders: int = Field(default=1, ge=1, le=MAX_ORDERS)
     decoding: Decoding | None = Field(default=None, description=DECODING_DESCRIPTION)
     score_from: ScoreFrom | None = Field(default=None, description=SCORE_FROM_DESCRIPTION)
+    thinking: Thinking | None = Field(default=None, description=THINKING_DESCRIPTION)
+    reasoning_effort: ReasoningEffort | None = Field(default=None, description=REASONING_EFFORT_DESCRIPTION)
     item: Item | None = Field(default=None, description=ITEM_DESCRIPTION)
     deadline_s: float | None = Field(
         default=None,
@@ -356,6 +384,9 @@ class Usage(ResponseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     judge_calls: int = 0
+    reasoning_tokens: int = Field(
+        default=0, description="Of the completion tokens, those a thinking judge spent thinking."
+    )
 
 
 class Timings(ResponseModel):
@@ -392,11 +423,33 @@ class JudgeResponse(ResponseModel):
     regrade_of: str | None = Field(default=None, description="The judgement this one re-scores, if any.")
 
 
+class ThinkingAttempt(ResponseModel):
+    """One judge call's thinking, kept beside its raw output."""
+
+    text: str | None = Field(
+        description="The thinking text, capped (JUDGE_STORE_THINKING_CHARS); null when not stored."
+    )
+    text_truncated: bool = Field(default=False, description="The stored text was cut at the cap.")
+    tokens: int | None = Field(description="Thinking tokens; null when the backend could not tell.")
+    budget: int | None = Field(description="The call's thinking budget; null for 'on' without one.")
+    budget_exhausted: bool | None = Field(description="The thinking reached its budget (the end was forced).")
+    ended: bool = Field(description="The thinking ended; false: the call stopped while still thinking.")
+    finish_reason: str | None
+    recovered: bool = Field(
+        default=False, description="The endpoint put the reply in its reasoning field; read from there."
+    )
+
+
 class StoredJudgement(JudgeResponse):
     """What GET /v1/judgements/{id} returns: the result plus what produced it."""
 
     request: JudgeRequest
     raw_outputs: list[str] = Field(description="The judge's raw text, one entry per attempt.")
+    thinking: list[ThinkingAttempt] | None = Field(
+        default=None,
+        description="A thinking judge's thinking, one entry per attempt beside raw_outputs; null when the "
+        "judge did not think.",
+    )
 
     def response(self) -> JudgeResponse:
         """The reply to the caller: everything but the request and the raw outputs. Built from the
@@ -503,6 +556,16 @@ class ErrorResponse(ResponseModel):
 GraderKind = Literal["judge", "rule", "code", "rft", "blend"]
 
 
+class ThinkingInfo(ResponseModel):
+    """How the judge model thinks (README, Thinking judges)."""
+
+    switch: Literal["toggle", "always", "never"]
+    parser: str | None = Field(description="vLLM's reasoning parser.")
+    enforces_budget: bool = Field(description='Whether thinking budgets ({"budget": N}) are accepted.')
+    takes_reasoning_effort: bool
+    source: str = Field(description="Where the profile came from: settings, the chat template, the name.")
+
+
 class GraderInfo(ResponseModel):
     name: str
     kind: GraderKind
@@ -510,6 +573,7 @@ class GraderInfo(ResponseModel):
         description="The grader fingerprint of a request naming this grader with default options."
     )
     runs_model: bool
+    thinking: ThinkingInfo | None = Field(default=None, description="The judge: how its model thinks.")
     target: str | None = Field(default=None, description="Code graders: package.module:function.")
     signature: str | None = Field(default=None, description="Code graders: rft, verl or group.")
     source_sha256: str | None = Field(
@@ -543,6 +607,8 @@ class RegradeRequest(StrictModel):
     orders: int | None = Field(default=None, ge=1, le=MAX_ORDERS)
     decoding: Decoding | None = Field(default=None, description=DECODING_DESCRIPTION)
     score_from: ScoreFrom | None = Field(default=None, description=SCORE_FROM_DESCRIPTION)
+    thinking: Thinking | None = Field(default=None, description=THINKING_DESCRIPTION)
+    reasoning_effort: ReasoningEffort | None = Field(default=None, description=REASONING_EFFORT_DESCRIPTION)
     as_run_id: str | None = Field(
         default=None, pattern=RUN_ID_PATTERN, description="File new judgements here."
     )

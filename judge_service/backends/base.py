@@ -3,7 +3,25 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from judge_service.backends.thinking_profile import ThinkingProfile
+
+
+@dataclass(frozen=True)
+class ThinkingCall:
+    """How one call may think (backends/thinking_profile.py). `enabled` False: thinking off, where the model
+    can turn it off (the JSON grammar then binds from the first token); a model that always thinks still
+    does."""
+
+    enabled: bool = False
+    budget: int | None = None  # thinking tokens at most, then the end marker is forced
+    effort: str | None = None  # reasoning_effort, for judges that take it
+    min_tokens: int = 0  # tokens the judge must write before it may stop (JUDGE_THINKING_MIN_TOKENS)
+
+
+THINKING_OFF = ThinkingCall()
 
 
 @dataclass(frozen=True)
@@ -22,6 +40,7 @@ class GenerationRequest:
     # Ask for the log-probabilities of this many most likely tokens at every generated position (0: none);
     # the judge reads them at each mark to compute the expected mark (judging/llm/expected.py).
     top_logprobs: int = 0
+    thinking: ThinkingCall = THINKING_OFF
 
 
 @dataclass(frozen=True)
@@ -40,9 +59,14 @@ class Generation:
     completion_tokens: int
     finish_reason: str | None = None  # "stop", "length", ...
     extra: dict[str, Any] = field(default_factory=dict)
-    # One entry per generated token when log-probabilities were asked for and the engine gave them;
-    # None otherwise (the judge then says expected marks are unavailable and uses the integer marks).
+    # One entry per generated token of `text` when log-probabilities were asked for and the engine gave
+    # them; None otherwise (the judge then says expected marks are unavailable and uses the integer marks).
     logprobs: tuple[TokenLogprobs, ...] | None = None
+    # A thinking judge's reply: `text` and `logprobs` hold only what follows the thinking.
+    reasoning: str | None = None  # the thinking text; None when the judge did not think
+    reasoning_tokens: int | None = None  # None when the backend cannot tell
+    reasoning_ended: bool = True  # False: the reply stopped while the judge was still thinking
+    misrouted: bool = False  # the endpoint put the reply in its reasoning field; recovered from there
 
 
 @dataclass(frozen=True)
@@ -66,6 +90,11 @@ class JudgeBackend(Protocol):
         """Prompt + completion token limit, when known."""
         ...
 
+    @property
+    def thinking_profile(self) -> ThinkingProfile | None:
+        """How the judge model thinks (backends/thinking_profile.py); None until start() read the model."""
+        ...
+
     async def start(self) -> None:
         """Load or connect; after it returns, generate() works."""
         ...
@@ -75,8 +104,11 @@ class JudgeBackend(Protocol):
         Cheap, bounded in time, never raises."""
         ...
 
-    async def count_prompt_tokens(self, messages: list[dict[str, str]]) -> int | None:
-        """Tokens the chat-templated prompt takes, or None when the backend cannot tell."""
+    async def count_prompt_tokens(
+        self, messages: list[dict[str, str]], thinking: ThinkingCall = THINKING_OFF
+    ) -> int | None:
+        """Tokens the chat-templated prompt takes (the template's thinking switch as `thinking` sets it), or
+        None when the backend cannot tell."""
         ...
 
     async def generate(self, request: GenerationRequest) -> Generation:

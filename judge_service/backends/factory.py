@@ -19,12 +19,14 @@ def build_backend(
 ) -> JudgeBackend:
     """The configured backend; `transport` replaces the network for backend=openai (tests)."""
     if settings.backend == "fake":
-        from judge_service.backends.fake import FakeBackend
+        from judge_service.backends.fake import FakeBackend, fake_thinking_profile
+        from judge_service.backends.thinking_profile import NO_THINKING, profile_settings
 
         return FakeBackend(
             model_name=settings.served_model_name or "fake-judge",
             latency_s=settings.fake_latency_s,
             record=False,
+            thinking=fake_thinking_profile(profile_settings(settings).apply(NO_THINKING)),
         )
     if settings.backend == "openai":
         from judge_service.backends.openai_http import OpenAIHTTPBackend
@@ -41,6 +43,7 @@ def build_backend(
 
 def _engine_options(settings: Settings) -> EngineOptions:
     from judge_service.backends.default_model import DEFAULT_MODEL_NAME
+    from judge_service.backends.thinking_profile import profile_settings
     from judge_service.backends.vllm_engine import EngineOptions
 
     return EngineOptions(
@@ -54,4 +57,6 @@ def _engine_options(settings: Settings) -> EngineOptions:
         enforce_eager=settings.enforce_eager,
         enable_prefix_caching=settings.enable_prefix_caching,
         max_num_seqs=settings.max_num_seqs,
+        thinking=profile_settings(settings),
+        chat_template=settings.chat_template,
     )

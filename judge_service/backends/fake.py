@@ -7,6 +7,13 @@ criterion) so results are repeatable, except for groups that ask for an unscored
 gives each mark's digit a repeatable spread over two neighbouring marks (fake_logprobs), so expected
 marks differ from the integer ones. With a script
 it returns the scripted texts or generations (or raises the scripted exceptions) in order.
+
+Given a thinking profile (`thinking=`, or JUDGE_THINKING_SWITCH for a service on the fake backend), a call
+that thinks gets `<think>...</think>` before its JSON, read back as a no-parser endpoint's reply would be
+(reasoning_split.split_text). The thinking holds a decoy mark, which must never count. Texts in the
+conversation script the failures: THINK_FOREVER (the thinking ends only where a budget forces it, else
+the reply runs out of tokens while thinking), THINK_PAST_BUDGET (a budget is not held either) and
+REPLY_IN_REASONING (the JSON arrives in the reasoning field, as some endpoints send it).
 """
 
 from __future__ import annotations
@@ -19,8 +26,16 @@ import math
 import re
 from collections import deque
 from collections.abc import Iterable
+from dataclasses import replace
 
 from judge_service.backends.base import BackendHealth, Generation, GenerationRequest, TokenLogprobs
+from judge_service.backends.reasoning_split import ReplyParts, reply_from_fields, split_text
+from judge_service.backends.thinking_profile import (
+    NO_THINKING,
+    THINK_END,
+    THINK_START,
+    ThinkingProfile,
+)
 
 # A group whose conversation holds this text gets no marks for the answer shown first, on every attempt,
 # so that answer ends unscored: how tests in other processes (trainers) reach the unscored path.
@@ -29,6 +44,12 @@ LEAVE_ONE_UNSCORED = "[fake judge: leave one answer unscored]"
 # other processes script a judge that follows labels, or one that marks everything alike.
 MARK_ANSWER = "[fake judge: mark {}]"
 _MARK_ANSWER = re.compile(r"\[fake judge: mark ([1-5])\]")
+THINK_FOREVER = "[fake judge: think forever]"
+THINK_PAST_BUDGET = "[fake judge: think past any budget]"
+REPLY_IN_REASONING = "[fake judge: reply in the reasoning field]"
+# The thinking of every thinking reply: a mark in JSON form that must not be read as one.
+DECOY_THINKING = 'Draft: {"mark": 1, "reason": "decoy"}. Looking again at the answers before I mark them.'
+_TOKENS_PER_THINKING_STEP = 8  # a thinking step of the fake: one "token" of DECOY-free padding
 _ANSWER_BLOCK = re.compile(r'<answer id="([^"]+)">(.*?)</answer>', re.DOTALL)
 
 
@@ -41,6 +62,7 @@ class FakeBackend:
         max_context_tokens: int | None = None,
         latency_s: float = 0.0,
         record: bool = True,
+        thinking: ThinkingProfile = NO_THINKING,
     ) -> None:
         self._script = deque(script) if script is not None else None
         self._model_name = model_name
@@ -50,6 +72,7 @@ class FakeBackend:
         # Every request, for tests to inspect; off in a service (JUDGE_BACKEND=fake), where it would grow
         # without bound.
         self._record = record
+        self._thinking = thinking
         self.requests: list[GenerationRequest] = []
         self.health: BackendHealth | None = None  # set by tests: what health checks answer
 
@@ -61,6 +84,10 @@ class FakeBackend:
     def max_context_tokens(self) -> int | None:
         return self._max_context
 
+    @property
+    def thinking_profile(self) -> ThinkingProfile:
+        return self._thinking
+
     async def check_health(self) -> BackendHealth:
         if self.health is not None:
             return self.health
@@ -69,7 +96,9 @@ class FakeBackend:
     async def start(self) -> None:
         self._ready = True
 
-    async def count_prompt_tokens(self, messages: list[dict[str, str]]) -> int | None:
+    async def count_prompt_tokens(
+        self, messages: list[dict[str, str]], thinking: object = None
+    ) -> int | None:
         return sum(len(m["content"]) for m in messages) // 4 + 8
 
     async def generate(self, request: GenerationRequest) -> Generation:
@@ -90,9 +119,47 @@ class FakeBackend:
             text = self.unscripted_reply(request)
         prompt_tokens = await self.count_prompt_tokens(request.messages) or 0
         logprobs = fake_logprobs(text) if request.top_logprobs and self._script is None else None
-        return Generation(
+        reply = Generation(
             text=text, prompt_tokens=prompt_tokens, completion_tokens=len(text) // 4, logprobs=logprobs
         )
+        thinks = request.thinking.enabled or self._thinking.switch == "always"
+        if self._thinking.thinks and thinks and self._script is None:
+            return self._thinking_reply(request, reply)
+        return reply
+
+    def _thinking_reply(self, request: GenerationRequest, reply: Generation) -> Generation:
+        """The reply with thinking before it, split as a no-parser endpoint's text would be (module
+        docstring). Thinking takes one token per _TOKENS_PER_THINKING_STEP characters."""
+        prompt = "\n".join(m["content"] for m in request.messages)
+        if REPLY_IN_REASONING in prompt:
+            parts = reply_from_fields(None, reply.text, "stop", None, expects_thinking=True)
+            return _with_parts(reply, parts, reply.completion_tokens)
+        budget = request.thinking.budget if self._thinking.enforces_budget else None
+        if THINK_PAST_BUDGET in prompt:
+            budget = None
+        forever = THINK_FOREVER in prompt or THINK_PAST_BUDGET in prompt
+        wanted = 10**9 if forever else len(DECOY_THINKING) // _TOKENS_PER_THINKING_STEP
+        thinking_tokens = min(wanted, budget if budget is not None else wanted)
+        reply_tokens = reply.completion_tokens
+        if thinking_tokens + reply_tokens > request.max_tokens:  # out of tokens while thinking
+            thought = _thinking_text(request.max_tokens)
+            parts = split_text(
+                THINK_START + thought, None, start_marker=THINK_START, end_marker=THINK_END, opened=False
+            )
+            return _with_parts(
+                replace(reply, finish_reason="length"), parts, request.max_tokens, tokens=request.max_tokens
+            )
+        thought = _thinking_text(thinking_tokens)
+        raw = f"{THINK_START}{thought}{THINK_END}{reply.text}"
+        logprobs = None
+        if reply.logprobs is not None:
+            logprobs = (
+                *fake_logprobs(THINK_START + thought),
+                TokenLogprobs(THINK_END, 0.0, ()),
+                *reply.logprobs,
+            )
+        parts = split_text(raw, logprobs, start_marker=THINK_START, end_marker=THINK_END, opened=False)
+        return _with_parts(reply, parts, thinking_tokens + reply_tokens, tokens=thinking_tokens)
 
     @staticmethod
     def marks_for(request: GenerationRequest) -> dict[str, dict[str, dict[str, object]]]:
@@ -221,3 +288,35 @@ def _marked_answers(request: GenerationRequest) -> dict[str, dict[str, dict[str,
             for mark in by_criterion.values():
                 mark["mark"] = asked[answer_id]
     return marks
+
+
+def fake_thinking_profile(profile: ThinkingProfile) -> ThinkingProfile:
+    """A profile the fake judge plays: it holds budgets and takes reasoning_effort when it thinks."""
+    if not profile.thinks:
+        return profile
+    return replace(
+        profile, start_marker=THINK_START, end_marker=THINK_END, enforces_budget=True, takes_effort=True
+    )
+
+
+def _thinking_text(tokens: int) -> str:
+    """`tokens` of thinking: the decoy first, cut or padded to length."""
+    chars = tokens * _TOKENS_PER_THINKING_STEP
+    if chars <= len(DECOY_THINKING):
+        return DECOY_THINKING[:chars]
+    return DECOY_THINKING + " hmm" * ((chars - len(DECOY_THINKING)) // 4)
+
+
+def _with_parts(
+    reply: Generation, parts: ReplyParts, completion_tokens: int, *, tokens: int | None = None
+) -> Generation:
+    return replace(
+        reply,
+        text=parts.content,
+        logprobs=parts.content_logprobs,
+        completion_tokens=completion_tokens,
+        reasoning=parts.reasoning,
+        reasoning_tokens=tokens if parts.reasoning is not None else None,
+        reasoning_ended=parts.ended,
+        misrouted=parts.misrouted,
+    )

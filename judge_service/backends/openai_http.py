@@ -3,6 +3,11 @@
 The judge then runs in a separate process (or machine), so this backend is only an HTTP client: it
 retries what is transient (connection errors, 429, 5xx) and fails fast on what is not (other 4xx,
 malformed bodies), and it turns every httpx/tenacity failure into the service's own exception tree.
+
+Thinking judges (backends/thinking_profile.py): the endpoint's model files are not visible from here, so
+the profile comes from the settings over what the model's name says. Each call sends the template's
+switch (`chat_template_kwargs`), `thinking_token_budget` and `reasoning_effort` as the profile and the
+call say; the reply is read in every shape vLLM's server has used (reasoning_split.reply_from_fields).
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -22,7 +28,21 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
-from judge_service.backends.base import BackendHealth, Generation, GenerationRequest, TokenLogprobs
+from judge_service.backends.base import (
+    THINKING_OFF,
+    BackendHealth,
+    Generation,
+    GenerationRequest,
+    ThinkingCall,
+    TokenLogprobs,
+)
+from judge_service.backends.reasoning_split import reply_from_fields
+from judge_service.backends.thinking_profile import (
+    ProfileSettings,
+    ThinkingProfile,
+    profile_for_model,
+    profile_settings,
+)
 from judge_service.client.retry import retry_after_s as parse_retry_after
 from judge_service.errors import JudgeBackendError, JudgeTimeoutError
 
@@ -107,6 +127,7 @@ class OpenAIHTTPBackend:
         backoff_max_s: float = 8.0,
         on_retry: Callable[[str], None] | None = None,
         group_header: str | None = "X-Session-ID",
+        thinking: ProfileSettings | None = None,
     ) -> None:
         if transport_retries < 0:
             raise ValueError("transport_retries must be >= 0")
@@ -132,6 +153,7 @@ class OpenAIHTTPBackend:
         self._client: httpx.AsyncClient | None = None
         self._ready = False
         self._tokenize_available = True
+        self._profile = _endpoint_profile(model, thinking or ProfileSettings())
 
     @classmethod
     def from_settings(
@@ -160,6 +182,7 @@ class OpenAIHTTPBackend:
             backoff_max_s=settings.openai_backoff_max_s,
             on_retry=on_retry,
             group_header=settings.openai_group_header,
+            thinking=profile_settings(settings),
         )
 
     # --- protocol properties
@@ -171,6 +194,10 @@ class OpenAIHTTPBackend:
     @property
     def max_context_tokens(self) -> int | None:
         return self._max_context_tokens
+
+    @property
+    def thinking_profile(self) -> ThinkingProfile:
+        return self._profile
 
     @property
     def ready(self) -> bool:
@@ -270,15 +297,35 @@ class OpenAIHTTPBackend:
                 "type": "json_schema",
                 "json_schema": {"name": "judgement", "schema": request.json_schema, "strict": True},
             }
+        payload.update(self._thinking_fields(request.thinking))
         headers = {"X-Request-Id": request.request_id} if request.request_id else {}
         if self._group_header and request.group_id:
             headers[self._group_header] = request.group_id
         body, attempts = await self._request_json(
             "POST", "chat/completions", payload=payload, headers=headers
         )
-        return self._parse_completion(body, attempts)
+        return self._parse_completion(body, attempts, thinking=self._profile.thinks)
 
-    def _parse_completion(self, body: Any, attempts: int) -> Generation:
+    def _thinking_fields(self, thinking: ThinkingCall) -> dict[str, Any]:
+        """What a call sends for the profile's thinking (nothing for a model that does not think)."""
+        profile = self._profile
+        if not profile.thinks:
+            return {}
+        fields: dict[str, Any] = {}
+        enabled = thinking.enabled or profile.switch == "always"
+        if profile.switch == "toggle":
+            fields["chat_template_kwargs"] = {profile.template_kwarg: thinking.enabled}
+        if enabled and thinking.budget is not None:
+            fields["thinking_token_budget"] = thinking.budget
+        if enabled and thinking.min_tokens:
+            fields["min_tokens"] = min(thinking.min_tokens, thinking.budget or thinking.min_tokens)
+        if thinking.effort is not None:
+            fields["reasoning_effort"] = thinking.effort
+        if profile.keep_special_tokens:
+            fields["skip_special_tokens"] = False
+        return fields
+
+    def _parse_completion(self, body: Any, attempts: int, *, thinking: bool = False) -> Generation:
         def malformed(why: str) -> JudgeBackendError:
             return JudgeBackendError(
                 f"malformed response from {self._display_base}/chat/completions: {why}",
@@ -291,25 +338,48 @@ class OpenAIHTTPBackend:
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise malformed("no choices")
         message = choices[0].get("message")
-        content = message.get("content") if isinstance(message, dict) else None
-        if not isinstance(content, str):
+        message = message if isinstance(message, dict) else {}
+        content = message.get("content")
+        # `reasoning` since vLLM 0.11 (which sends both), `reasoning_content` before.
+        reasoning = next(
+            (message[k] for k in ("reasoning", "reasoning_content") if isinstance(message.get(k), str)), None
+        )
+        finish = choices[0].get("finish_reason")
+        finish = finish if isinstance(finish, str) else None
+        if not isinstance(content, str) and reasoning is None and not (thinking and finish == "length"):
             raise malformed("choices[0].message.content is missing or null")
         raw_usage = body.get("usage")
         usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
-        finish = choices[0].get("finish_reason")
         extra: dict[str, Any] = {"attempts": attempts}
         if isinstance(body.get("id"), str):
             extra["response_id"] = body["id"]
+        parts = reply_from_fields(
+            content if isinstance(content, str) else None,
+            reasoning,
+            finish,
+            _token_logprobs(choices[0].get("logprobs")),
+            expects_thinking=thinking,
+            end_marker=self._profile.end_marker,
+        )
+        details = usage.get("completion_tokens_details")
+        counted = _as_int(details.get("reasoning_tokens")) if isinstance(details, dict) else 0
         return Generation(
-            text=content,
+            text=parts.content,
             prompt_tokens=_as_int(usage.get("prompt_tokens")),
             completion_tokens=_as_int(usage.get("completion_tokens")),
-            finish_reason=finish if isinstance(finish, str) else None,
+            finish_reason=finish,
             extra=extra,
-            logprobs=_token_logprobs(choices[0].get("logprobs")),
+            logprobs=parts.content_logprobs,
+            reasoning=parts.reasoning,
+            # vLLM has reported 0 here; then the positions before the reply's, when logprobs were asked.
+            reasoning_tokens=counted or parts.reasoning_tokens,
+            reasoning_ended=parts.ended,
+            misrouted=parts.misrouted,
         )
 
-    async def count_prompt_tokens(self, messages: list[dict[str, str]]) -> int | None:
+    async def count_prompt_tokens(
+        self, messages: list[dict[str, str]], thinking: ThinkingCall = THINKING_OFF
+    ) -> int | None:
         """Exact prompt length via vLLM's /tokenize; None (the caller estimates) when the server lacks it.
 
         Best effort and not retried: a wrong guess only costs an early prompt_too_long check.
@@ -317,7 +387,9 @@ class OpenAIHTTPBackend:
         client = self._client
         if client is None or not self._tokenize_available:
             return None
-        payload = {"model": self._model, "messages": messages, "add_generation_prompt": True}
+        payload: dict[str, Any] = {"model": self._model, "messages": messages, "add_generation_prompt": True}
+        if self._profile.switch == "toggle":
+            payload["chat_template_kwargs"] = {self._profile.template_kwarg: thinking.enabled}
         try:
             response = await client.post(self._tokenize_url, json=payload)
         except httpx.HTTPError as exc:
@@ -478,3 +550,14 @@ def _is_entry(item: Any) -> bool:
 
 def _as_int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _endpoint_profile(model: str, named: ProfileSettings) -> ThinkingProfile:
+    """An endpoint's profile: the settings over the model name's family. The server runs the parser (named
+    or the family's), so budgets hold wherever it has one; reasoning_effort goes to any thinking model."""
+    profile = named.apply(profile_for_model(model))
+    return replace(
+        profile,
+        enforces_budget=profile.thinks and profile.parser is not None and not profile.gpt_oss,
+        takes_effort=profile.thinks,
+    )

@@ -3,21 +3,38 @@
 Every concurrent generate() becomes one request in vLLM's continuous batch, so feeding many groups at
 once is what fills the engine. The prompt is chat-templated and tokenized here, which gives an exact
 prompt token count before anything is sent (used for the context-window check).
+
+Thinking judges (backends/thinking_profile.py): the profile comes from the settings and the model's own
+files (chat template, model type), read before the engine is built so that a parser the family needs is
+given to the engine. Thinking off is made explicit to the engine (`reasoning_ended`), so the JSON grammar
+binds from the first token; on, the grammar binds after the end marker, a budget goes in as vLLM's
+`thinking_token_budget`, and the reply is split at the end marker's token ids: the JSON, its text and
+its log-probabilities are the tokens after it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import uuid
 from array import array
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from judge_service.backends.base import BackendHealth, Generation, GenerationRequest, TokenLogprobs
+from judge_service.backends.base import (
+    THINKING_OFF,
+    BackendHealth,
+    Generation,
+    GenerationRequest,
+    ThinkingCall,
+    TokenLogprobs,
+)
 from judge_service.backends.engine_stats import stat_logger_factory
+from judge_service.backends.reasoning_split import split_tokens
+from judge_service.backends.thinking_profile import ProfileSettings, ThinkingProfile, profile_for_model
 from judge_service.errors import JudgeBackendError, NotReadyError
 from judge_service.metrics import JudgeMetrics
 
@@ -37,6 +54,8 @@ class EngineOptions:
     enable_prefix_caching: bool = True
     max_num_seqs: int = 64
     seed: int = 0
+    thinking: ProfileSettings = field(default_factory=ProfileSettings)
+    chat_template: Path | None = None  # replaces the model's own
 
 
 def _on_cpu() -> bool:
@@ -66,26 +85,27 @@ class TokenizedPrompts:
         self._max_prompts = max_prompts
         self._max_tokens = max_tokens
         self._tokens = 0
-        self._kept: OrderedDict[int, tuple[list[dict[str, str]], array[int]]] = OrderedDict()
+        self._kept: OrderedDict[int, tuple[list[dict[str, str]], bool, array[int]]] = OrderedDict()
 
-    def keep(self, messages: list[dict[str, str]], ids: list[int]) -> None:
+    def keep(self, messages: list[dict[str, str]], ids: list[int], *, variant: bool = False) -> None:
+        """`variant`: the template's thinking switch the ids were made with (take() must ask for it)."""
         self._drop(id(messages))
-        self._kept[id(messages)] = (messages, array("i", ids))
+        self._kept[id(messages)] = (messages, variant, array("i", ids))
         self._tokens += len(ids)
         while self._kept and (len(self._kept) > self._max_prompts or self._tokens > self._max_tokens):
             self._drop(next(iter(self._kept)))
 
-    def take(self, messages: list[dict[str, str]]) -> list[int] | None:
+    def take(self, messages: list[dict[str, str]], *, variant: bool = False) -> list[int] | None:
         kept = self._kept.get(id(messages))
-        if kept is None or kept[0] is not messages:
+        if kept is None or kept[0] is not messages or kept[1] != variant:
             return None
         self._drop(id(messages))
-        return kept[1].tolist()
+        return kept[2].tolist()
 
     def _drop(self, key: int) -> None:
         dropped = self._kept.pop(key, None)
         if dropped is not None:
-            self._tokens -= len(dropped[1])
+            self._tokens -= len(dropped[2])
 
     def __len__(self) -> int:
         return len(self._kept)
@@ -99,6 +119,11 @@ class VLLMEngineBackend:
         self._tokenizer: Any = None
         self._max_context: int | None = None
         self._counted = TokenizedPrompts()
+        self._profile: ThinkingProfile | None = None
+        self._chat_template: str | None = None
+        self._end_ids: list[int] = []  # the thinking's end marker, as token ids
+        self._start_ids: list[int] = []
+        self._tells_reasoning_ended = False  # AsyncLLM.generate takes reasoning_ended
 
     @property
     def model_name(self) -> str:
@@ -107,6 +132,10 @@ class VLLMEngineBackend:
     @property
     def max_context_tokens(self) -> int | None:
         return self._max_context
+
+    @property
+    def thinking_profile(self) -> ThinkingProfile | None:
+        return self._profile
 
     async def check_health(self) -> BackendHealth:
         # vLLM marks the engine dead when its EngineCore process exits (a monitor thread); it does not
@@ -128,18 +157,72 @@ class VLLMEngineBackend:
             from judge_service.backends.default_model import prepared_model_dir
 
             model = str(await asyncio.to_thread(prepared_model_dir, self._options.home_dir))
-        self._engine = await asyncio.to_thread(self._build_engine, model)
+        if self._options.chat_template is not None:
+            self._chat_template = self._options.chat_template.read_text()
+        profile = await asyncio.to_thread(self._detect_profile, model)
+        self._engine = await asyncio.to_thread(self._build_engine, model, profile)
         self._tokenizer = self._engine.get_tokenizer()
         self._max_context = int(self._engine.model_config.max_model_len)
-        log.info("vLLM engine ready: %s (context %d tokens)", self.model_name, self._max_context)
+        self._profile = self._with_markers(profile)
+        log.info(
+            "vLLM engine ready: %s (context %d tokens; thinking %s, from %s)",
+            self.model_name,
+            self._max_context,
+            self._profile.switch,
+            self._profile.source,
+        )
 
-    def _build_engine(self, model: str) -> Any:
+    def _detect_profile(self, model: str) -> ThinkingProfile:
+        """The thinking profile: the settings over what the model's chat template and type say."""
+        from transformers import AutoConfig, AutoTokenizer
+
+        template = self._chat_template
+        if template is None:
+            template = getattr(AutoTokenizer.from_pretrained(model), "chat_template", None)
+        model_type = getattr(AutoConfig.from_pretrained(model), "model_type", None)
+        detected = profile_for_model(
+            self._options.model or "", chat_template=template or "", model_type=model_type
+        )
+        profile = self._options.thinking.apply(detected)
+        if profile.gpt_oss:
+            raise RuntimeError(
+                "gpt-oss judges are served over HTTP: vLLM applies the harmony format's grammar only in its "
+                "server. Start `vllm serve` with the model and set JUDGE_BACKEND=openai (README, Thinking "
+                "judges)"
+            )
+        return profile
+
+    def _with_markers(self, profile: ThinkingProfile) -> ThinkingProfile:
+        """The profile with the marker strings and budget support of the engine as built."""
+        self._tells_reasoning_ended = "reasoning_ended" in inspect.signature(self._engine.generate).parameters
+        config = getattr(self._engine.vllm_config, "reasoning_config", None)
+        if not profile.thinks or config is None or not config.enabled:
+            return profile
+        self._end_ids = list(config.natural_reasoning_end_token_ids or config.reasoning_end_token_ids or [])
+        self._start_ids = list(config.reasoning_start_token_ids or [])
+        return replace(
+            profile,
+            start_marker=self._tokenizer.decode(self._start_ids),
+            end_marker=self._tokenizer.decode(self._end_ids),
+            enforces_budget=bool(self._end_ids),
+        )
+
+    def _build_engine(self, model: str, profile: ThinkingProfile) -> Any:
         from vllm.config import StructuredOutputsConfig
         from vllm.engine.arg_utils import AsyncEngineArgs
         from vllm.v1.engine.async_llm import AsyncLLM
 
         opts = self._options
         cpu = _on_cpu()
+        reasoning: dict[str, Any] = {}
+        if profile.thinks and profile.parser:
+            if profile.parser_plugin:
+                from vllm.reasoning import ReasoningParserManager
+
+                # Registered in this process too: the engine's reasoning config resolves the parser here.
+                ReasoningParserManager.import_reasoning_parser(profile.parser_plugin)
+                reasoning["reasoning_parser_plugin"] = profile.parser_plugin
+            reasoning["reasoning_parser"] = profile.parser
         args = AsyncEngineArgs(
             model=model,
             served_model_name=opts.served_model_name,
@@ -159,22 +242,36 @@ class VLLMEngineBackend:
             structured_outputs_config=StructuredOutputsConfig(
                 backend="xgrammar", disable_any_whitespace=True
             ),
+            **reasoning,
         )
         loggers = [stat_logger_factory(self._metrics)] if self._metrics is not None else None
         return AsyncLLM.from_engine_args(args, stat_loggers=loggers)
 
-    def _prompt_token_ids(self, messages: list[dict[str, str]]) -> list[int]:
-        ids = self._tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=True)
+    def _template_kwargs(self, thinking: ThinkingCall) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {}
+        if self._chat_template is not None:
+            kwargs["chat_template"] = self._chat_template
+        profile = self._profile
+        if profile is not None and profile.switch == "toggle":
+            kwargs[profile.template_kwarg] = thinking.enabled
+        return kwargs
+
+    def _prompt_token_ids(self, messages: list[dict[str, str]], thinking: ThinkingCall) -> list[int]:
+        ids = self._tokenizer.apply_chat_template(
+            messages, tokenize=True, add_generation_prompt=True, **self._template_kwargs(thinking)
+        )
         # transformers 5 returns a BatchEncoding-like mapping; older versions a plain list.
         if isinstance(ids, dict) or hasattr(ids, "keys"):
             ids = ids["input_ids"]
         return list(ids)
 
-    async def count_prompt_tokens(self, messages: list[dict[str, str]]) -> int | None:
+    async def count_prompt_tokens(
+        self, messages: list[dict[str, str]], thinking: ThinkingCall = THINKING_OFF
+    ) -> int | None:
         if self._tokenizer is None:
             raise NotReadyError("the judge engine is not loaded yet")
-        ids = self._prompt_token_ids(messages)
-        self._counted.keep(messages, ids)
+        ids = self._prompt_token_ids(messages, thinking)
+        self._counted.keep(messages, ids, variant=thinking.enabled)
         return len(ids)
 
     async def generate(self, request: GenerationRequest) -> Generation:
@@ -186,6 +283,8 @@ class VLLMEngineBackend:
         structured = (
             StructuredOutputsParams(json=request.json_schema) if request.json_schema is not None else None
         )
+        thinking = self._thinking_of(request.thinking)
+        budget = thinking.budget if thinking.enabled else None
         params = SamplingParams(
             max_tokens=request.max_tokens,
             temperature=request.temperature,
@@ -194,13 +293,22 @@ class VLLMEngineBackend:
             # Raw log-probabilities (vLLM's default logprobs_mode): the model's own belief at each mark,
             # before the grammar masks tokens.
             logprobs=request.top_logprobs or None,
+            thinking_token_budget=budget,
+            min_tokens=min(thinking.min_tokens, budget or thinking.min_tokens) if thinking.enabled else 0,
         )
-        prompt_ids = self._counted.take(request.messages) or self._prompt_token_ids(request.messages)
+        prompt_ids = self._counted.take(request.messages, variant=request.thinking.enabled)
+        if prompt_ids is None:
+            prompt_ids = self._prompt_token_ids(request.messages, request.thinking)
         request_id = request.request_id or uuid.uuid4().hex
+        extra: dict[str, Any] = {}
+        if self._profile is not None and self._profile.thinks and self._tells_reasoning_ended:
+            # Said, not guessed from the prompt: off binds the grammar from the first token; on keeps a
+            # caller's text from looking like the end of the thinking.
+            extra["reasoning_ended"] = not thinking.enabled
         final = None
         try:
             async for output in self._engine.generate(
-                {"prompt_token_ids": prompt_ids}, params, request_id=request_id
+                {"prompt_token_ids": prompt_ids}, params, request_id=request_id, **extra
             ):
                 final = output
         except Exception as exc:  # vLLM raises its own types (EngineDeadError, ValueError, ...)
@@ -208,12 +316,53 @@ class VLLMEngineBackend:
         if final is None or not final.outputs:
             raise JudgeBackendError("the vLLM engine returned no output")
         completion = final.outputs[0]
-        return Generation(
+        logprobs = _token_logprobs(completion) if request.top_logprobs else None
+        reply = Generation(
             text=completion.text,
             prompt_tokens=len(prompt_ids),
             completion_tokens=len(completion.token_ids),
             finish_reason=completion.finish_reason,
-            logprobs=_token_logprobs(completion) if request.top_logprobs else None,
+            logprobs=logprobs,
+        )
+        return self._split(reply, list(completion.token_ids), thinking) if thinking.enabled else reply
+
+    def _thinking_of(self, asked: ThinkingCall) -> ThinkingCall:
+        """A model that always thinks thinks even when a call asks it not to (the judge refuses such
+        requests; other callers, such as RFT model graders, get the model's way)."""
+        profile = self._profile
+        if profile is None or not profile.thinks:
+            return THINKING_OFF
+        if profile.switch == "always" and not asked.enabled:
+            return replace(asked, enabled=True)
+        return asked
+
+    def _split(self, reply: Generation, token_ids: list[int], thinking: ThinkingCall) -> Generation:
+        """The reply after the thinking's end marker; the thinking apart (module docstring)."""
+        found = split_tokens(token_ids, self._end_ids, opened=True)
+        decode = self._tokenizer.decode
+        if found is None:  # still thinking when the reply stopped: no JSON
+            thought = (
+                token_ids[len(self._start_ids) :]
+                if token_ids[: len(self._start_ids)] == self._start_ids
+                else token_ids
+            )
+            return replace(
+                reply,
+                text="",
+                logprobs=None,
+                reasoning=decode(thought, skip_special_tokens=True).strip(),
+                reasoning_tokens=len(token_ids),
+                reasoning_ended=False,
+            )
+        end_at, content_at = found
+        begins = len(self._start_ids) if token_ids[: len(self._start_ids)] == self._start_ids else 0
+        logprobs = reply.logprobs[content_at:] if reply.logprobs is not None else None
+        return replace(
+            reply,
+            text=decode(token_ids[content_at:], skip_special_tokens=True),
+            logprobs=logprobs,
+            reasoning=decode(token_ids[begins:end_at], skip_special_tokens=True).strip(),
+            reasoning_tokens=end_at,
         )
 
     async def close(self) -> None:

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from judge_service.schemas import Answer, ChatMessage, JudgeRequest, Usage
+from judge_service.schemas import Answer, ChatMessage, JudgeRequest, ThinkingAttempt, Usage
 
 
 @dataclass(frozen=True)
@@ -83,6 +83,7 @@ class ModelRun:
     seed: int | None = None  # of the shuffled answer order; None when not shuffled
     orders: list[list[str]] | None = None  # answer ids in the order shown, per order
     order_sensitivity: float | None = None
+    thinking: list[ThinkingAttempt] | None = None  # one per attempt, beside raw_outputs, when it thought
 
 
 @dataclass

@@ -14,7 +14,7 @@ from judge_service.errors import InvalidGroupError
 from judge_service.judging.base import Grader
 from judge_service.judging.code.grader import CodeGrader
 from judge_service.judging.fingerprint import grader_fingerprint
-from judge_service.judging.llm.judge import JUDGE
+from judge_service.judging.llm.judge import JUDGE, LLMJudge
 from judge_service.judging.plan import GradingPlan, Term
 from judge_service.judging.rft.grader import RftConfigGrader
 from judge_service.judging.rules.base import PerAnswerGrader, RuleGrader
@@ -160,6 +160,8 @@ class GraderRegistry:
                 info["kind"] = "rule"
             else:
                 info["kind"] = "judge"
+                if isinstance(grader, LLMJudge):
+                    info["thinking"] = grader.thinking_info()
             infos.append(GraderInfo.model_validate(info))
         return infos
 

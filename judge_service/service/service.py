@@ -280,6 +280,7 @@ def _model_run_fields(run: ModelRun | None, *, total_ms: float) -> dict[str, Any
         "timings": Timings(queue_ms=run.queue_ms, judge_ms=run.judge_ms, total_ms=total_ms),
         "attempts": run.usage.judge_calls,
         "raw_outputs": run.raw_outputs,
+        "thinking": run.thinking,
         "order_seed": run.seed,
         "answer_orders": run.orders,
         "order_sensitivity": run.order_sensitivity,

@@ -60,12 +60,24 @@ class UsageV1(_Stored):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     judge_calls: int = 0
+    reasoning_tokens: int = 0
 
 
 class TimingsV1(_Stored):
     queue_ms: float = 0.0
     judge_ms: float = 0.0
     total_ms: float = 0.0
+
+
+class ThinkingAttemptV1(_Stored):
+    text: str | None
+    text_truncated: bool = False
+    tokens: int | None
+    budget: int | None
+    budget_exhausted: bool | None
+    ended: bool
+    finish_reason: str | None
+    recovered: bool = False
 
 
 class StoredJudgementV1(_Stored):
@@ -89,13 +101,14 @@ class StoredJudgementV1(_Stored):
     regrade_of: str | None = None
     request: dict[str, Any]
     raw_outputs: list[str]
+    thinking: list[ThinkingAttemptV1] | None = None
 
 
 # Wire fields that are not stored, by wire model (none yet: every field the service answers is kept).
 NOT_STORED: dict[str, frozenset[str]] = {}
 
 # What a page item (JudgeResponse) leaves out of the document: only GET /v1/judgements/{id} returns these.
-STORED_ONLY = frozenset({"request", "raw_outputs"})
+STORED_ONLY = frozenset({"request", "raw_outputs", "thinking"})
 
 
 def _field_tree(model: type[BaseModel]) -> dict[str, Any]:

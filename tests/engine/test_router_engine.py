@@ -4,10 +4,6 @@ through the other."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -16,59 +12,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.scaleout.processes import Helper, Router, free_port
+from tests.engine.vllm_serve import START_TIMEOUT_S, VllmServe, prepared_model
+from tests.scaleout.processes import Router
 from tests.service_process import ServiceProcess
 
 pytestmark = pytest.mark.engine
-
-START_TIMEOUT_S = 600
-
-
-def prepared_model() -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "judge_service", "prepare-model"], capture_output=True, text=True, timeout=900
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip().splitlines()[-1]
-
-
-class VllmServe(Helper):
-    """vLLM's OpenAI server (`vllm serve`) on one core with a small KV cache, in a process group of its
-    own (its EngineCore is a child process: killing the group kills the engine as a crash would)."""
-
-    def __init__(self, workdir: Path, model: str, name: str) -> None:
-        self.port = free_port()
-        env = {**os.environ, "OMP_NUM_THREADS": "1", "VLLM_CPU_KVCACHE_SPACE": "1"}
-        command = [
-            # The server module rather than the `vllm` command, which looks for the distribution `vllm`
-            # by name and fails under vllm-cpu.
-            sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model,
-            "--served-model-name", "judge", "--host", "127.0.0.1", "--port", str(self.port),
-            "--dtype", "float32", "--enforce-eager", "--max-model-len", "4096",
-            "--kv-cache-memory-bytes", str(1024**3), "--max-num-seqs", "8",
-        ]  # fmt: skip
-        self.log_path = workdir / f"vllm-{name}.log"
-        with self.log_path.open("wb") as log:
-            self.proc = subprocess.Popen(
-                command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-            )
-        self.url = f"http://127.0.0.1:{self.port}"
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(timeout=30)
-
-    def stop(self) -> None:
-        self.kill()
-
-    def requests_served(self) -> float:
-        text = httpx.get(f"{self.url}/metrics", timeout=10).text
-        return sum(
-            float(line.rsplit(" ", 1)[1])
-            for line in text.splitlines()
-            if line.startswith("vllm:request_success_total")
-        )
 
 
 @pytest.fixture(scope="module")

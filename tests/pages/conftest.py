@@ -94,7 +94,10 @@ def filled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     # A code grader whose explanation fields the judgement page shows (test_a_code_graders_fields_...).
     code_graders = '[{"name": "verl-match", "target": "tests.code_graders:verl_match", "signature": "verl", '
     code_graders += '"score_range": [-1, 1]}]'
-    service = ServiceProcess(tmp_path_factory.mktemp("pages"), code_graders=code_graders).start()
+    # The fake judge thinks when a request asks (the judgement page folds its thinking).
+    service = ServiceProcess(
+        tmp_path_factory.mktemp("pages"), code_graders=code_graders, thinking_switch="toggle"
+    ).start()
     try:
         with httpx.Client(base_url=service.url, timeout=30) as client:
             groups = [group(s, i) for s in range(STEPS) for i in range(GROUPS_PER_STEP)]

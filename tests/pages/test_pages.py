@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 from playwright.sync_api import Page, expect
 
+from judge_service.backends.fake import THINK_FOREVER
 from tests.pages.conftest import (
     API_KEY,
     BUSY_GROUPS,
@@ -247,3 +248,28 @@ def test_a_code_graders_explanation_fields_show_as_text(page: Page, filled: dict
     expect(wrong).to_contain_text("verl-match")
     expect(wrong.locator(".details")).to_contain_text("found: false")
     expect(wrong.locator(".details")).to_contain_text('data_source: <script>alert("x")</script>')
+
+
+def test_a_thinking_judges_thinking_is_folded_beside_each_attempt(page: Page, filled: dict[str, Any]) -> None:
+    group = {
+        "conversation": [{"role": "user", "content": f"Which plan includes SSO? {THINK_FOREVER}"}],
+        "reference": "Business",
+        "answers": [{"id": "a", "text": "Business."}, {"id": "b", "text": HOSTILE[:60]}],
+        "thinking": "on",
+        "run_id": "thinking-pages",
+        "step": 0,
+    }
+    judged = httpx.post(f"{filled['url']}/v1/judge", json=group, timeout=30).json()
+    assert judged["status"] == "ok"  # the first attempt never ended its thinking; the retry did
+    page.goto(f"{filled['url']}/ui/judgements/{judged['judgement_id']}")
+    folded = page.locator(".raw details.thinking")
+    expect(folded).to_have_count(2)
+    expect(folded.first.locator("summary")).to_contain_text("never ended (length)")
+    expect(folded.nth(1).locator("summary")).to_contain_text("of a budget of")
+    text = folded.nth(1).locator(".text")
+    expect(text).to_be_hidden()  # folded until opened
+    folded.nth(1).locator("summary").click()
+    expect(text).to_be_visible()
+    expect(text).to_contain_text('Draft: {"mark": 1')
+    # The reply beside it is the JSON alone.
+    expect(page.locator(".raw > .text").nth(1)).not_to_contain_text("Draft")

@@ -53,7 +53,7 @@ def kept(old: Any, new: Any, where: str = "$") -> None:
 
 
 # The defaults of request fields added since the last wire-form build (reason_language, number_locale).
-REQUEST_DEFAULTS_ADDED = (None, "auto")
+REQUEST_DEFAULTS_ADDED = (None, "auto", 0)  # 0: usage.reasoning_tokens
 
 
 def drop_added(old: dict[str, Any], new: dict[str, Any], where: str = "request") -> dict[str, Any]:
@@ -82,6 +82,9 @@ def test_the_fixtures_cover_several_builds_and_every_feature_they_stored() -> No
     terms = [t for d in docs for a in d["answers"] for t in a.get("terms") or []]
     assert any(t.get("details") for t in terms), "no code grader's explanation fields stored"
     assert any(d["request"].get("item") for d in docs), "no task row (item) stored"
+    thinking = [t for d in docs for t in d.get("thinking") or []]
+    assert any(t["text"] and t["budget_exhausted"] for t in thinking), "no thinking within a budget stored"
+    assert any(not t["ended"] for t in thinking) and any(t["recovered"] for t in thinking)
 
 
 @pytest.mark.parametrize("database", DATABASES, ids=lambda p: p.name)

@@ -15,6 +15,12 @@ calls. The attempt with the most valid answers wins (the earliest on ties). In t
 marks come from that one attempt, so answers in a group are always ranked by the same judge call; in
 the per-answer decoding each answer's call retries on its own. Answers still invalid in the winning
 attempt are unscored, with the parser's reason.
+
+Thinking judges (thinking.py): a call that thinks reserves its thinking tokens on top of the reply's (the
+budget, or JUDGE_THINKING_MAX_TOKENS for `on`); marks are read from the reply after the thinking only
+(the backends split it). A call still thinking when its reply stopped is `reasoning_truncated`: retried
+once with half the thinking where the backend holds budgets, then its answers are unscored with that
+reason. Every attempt's thinking is kept beside its raw output.
 """
 
 from __future__ import annotations
@@ -24,8 +30,10 @@ import time
 from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass, field, replace
 
-from judge_service.backends.base import Generation, GenerationRequest, JudgeBackend
-from judge_service.errors import InvalidGroupError, JudgeTimeoutError, PromptTooLongError
+from judge_service.backends.base import Generation, GenerationRequest, JudgeBackend, ThinkingCall
+from judge_service.backends.reasoning_split import neutralise_markers
+from judge_service.backends.thinking_profile import ThinkingProfile
+from judge_service.errors import InvalidGroupError, JudgeTimeoutError, NotReadyError, PromptTooLongError
 from judge_service.judging.llm.expected import expected_marks
 from judge_service.judging.llm.parser import (
     Mark,
@@ -37,8 +45,25 @@ from judge_service.judging.llm.parser import (
     parse_judgement,
 )
 from judge_service.judging.llm.prompt import Decoding, GroupContent, PromptRenderer, RenderedPrompt
+from judge_service.judging.llm.thinking import (
+    OFF,
+    REASONING_TRUNCATED,
+    ThinkingMode,
+    attempt_record,
+    resolve_thinking,
+    smaller_budget,
+    truncated_note,
+)
 from judge_service.metrics import JudgeMetrics
-from judge_service.schemas import Answer, ChatMessage, Criterion, ScoreFrom, Usage
+from judge_service.schemas import (
+    Answer,
+    ChatMessage,
+    Criterion,
+    ScoreFrom,
+    Thinking,
+    ThinkingAttempt,
+    Usage,
+)
 
 
 @dataclass(frozen=True)
@@ -54,6 +79,14 @@ class JudgeSettings:
     reason_language: str | None = None  # the default of requests that name none (judge.py)
     # Alternatives asked per generated token, for expected marks (expected.py); 0: not asked.
     mark_logprobs: int = 10
+    # Thinking judges (thinking.py): the defaults of requests that name none, and the limits.
+    thinking: Thinking | None = None
+    reasoning_effort: str | None = None
+    thinking_max_tokens: int = 8192
+    thinking_min_tokens: int = 0
+    store_thinking: bool = True
+    store_thinking_chars: int = 16384
+    chat_template_sha256: str | None = None  # of JUDGE_CHAT_TEMPLATE, which changes every prompt
 
 
 # Why an answer has no expected marks, when the integer marks had to stand in.
@@ -69,6 +102,7 @@ class JudgeCall:
     request: GenerationRequest
     answer_ids: tuple[str, ...]
     per_answer: bool = False  # the reply is one answer's criteria object
+    reply_tokens: int = 0  # the reply's share of max_tokens (the rest is the thinking's)
 
 
 @dataclass
@@ -84,6 +118,8 @@ class JudgeOutcome:
     mean_scores: dict[str, dict[str, float]] = field(default_factory=dict)
     # Answer id -> why its marks have no expected values (NO_LOGPROBS, ...), for answers without them.
     no_expected: dict[str, str] = field(default_factory=dict)
+    # One entry per attempt (beside raw_outputs) when the calls thought; empty otherwise.
+    thinking: list[ThinkingAttempt] = field(default_factory=list)
 
     def add_costs(self, other: JudgeOutcome) -> None:
         """Count another call's (or order's) raw outputs and tokens into this one, and why its answers
@@ -91,9 +127,11 @@ class JudgeOutcome:
         for answer_id, why in other.no_expected.items():
             self.no_expected.setdefault(answer_id, why)
         self.raw_outputs.extend(other.raw_outputs)
+        self.thinking.extend(other.thinking)
         self.usage.prompt_tokens += other.usage.prompt_tokens
         self.usage.completion_tokens += other.usage.completion_tokens
         self.usage.judge_calls += other.usage.judge_calls
+        self.usage.reasoning_tokens += other.usage.reasoning_tokens
 
 
 async def gather_outcomes(judging: Iterable[Awaitable[JudgeOutcome]]) -> list[JudgeOutcome]:
@@ -126,6 +164,25 @@ class JudgeCaller:
     def settings(self) -> JudgeSettings:
         return self._settings
 
+    @property
+    def thinking_profile(self) -> ThinkingProfile:
+        profile = self._backend.thinking_profile
+        if profile is None:
+            raise NotReadyError("the judge engine is not loaded yet")
+        return profile
+
+    def thinking_mode(self, asked: Thinking | None, effort: str | None) -> ThinkingMode:
+        """A request's thinking, checked against the judge (thinking.resolve_thinking)."""
+        s = self._settings
+        return resolve_thinking(
+            asked,
+            effort,
+            default=s.thinking,
+            default_effort=s.reasoning_effort,
+            profile=self.thinking_profile,
+            model=self.model_name,
+        )
+
     def prompt_version(self, decoding: Decoding) -> str:
         return self._renderer.version_of(decoding)
 
@@ -149,55 +206,80 @@ class JudgeCaller:
         group_id: str | None = None,
         decoding: Decoding = "group",
         reason_language: str | None = None,
+        thinking: ThinkingMode = OFF,
     ) -> list[JudgeCall]:
         """Render one order's call(s) and check each fits the judge's context window (before queueing)."""
         s = self._settings
         names = [c.name for c in criteria]
         ids = [a.id for a in answers]
+        profile = self._backend.thinking_profile
+        if profile is not None and profile.thinks:
+            conversation, reference, answers = _without_markers(conversation, reference, answers, profile)
         group = GroupContent(conversation, reference, answers, criteria, s.reason_max_chars, reason_language)
         if decoding == "group":
             prompt = self._renderer.render(group)
             schema = output_schema(ids, names, s.reason_max_chars, reason_words=s.reason_words)
-            request = await self._request(prompt, schema, len(ids), len(names), request_id, group_id, None)
-            return [JudgeCall(request, tuple(ids))]
+            call = await self._call(prompt, schema, ids, len(names), request_id, group_id, None, thinking)
+            return [call]
         prompts = self._renderer.render_per_answer(group)
         schema = answer_schema(names, s.reason_max_chars, reason_words=s.reason_words)
-        requests = await asyncio.gather(
-            *(
-                self._request(prompt, schema, 1, len(names), f"{request_id}-a{k}", group_id, answer_id)
-                for k, (prompt, answer_id) in enumerate(zip(prompts, ids, strict=True))
+        return list(
+            await asyncio.gather(
+                *(
+                    self._call(
+                        prompt,
+                        schema,
+                        [answer_id],
+                        len(names),
+                        f"{request_id}-a{k}",
+                        group_id,
+                        answer_id,
+                        thinking,
+                    )
+                    for k, (prompt, answer_id) in enumerate(zip(prompts, ids, strict=True))
+                )
             )
         )
-        return [
-            JudgeCall(r, (answer_id,), per_answer=True) for r, answer_id in zip(requests, ids, strict=True)
-        ]
 
-    async def _request(
+    async def _call(
         self,
         prompt: RenderedPrompt,
         schema: dict[str, object],
-        n_answers: int,
+        answer_ids: list[str],
         n_criteria: int,
         request_id: str,
         group_id: str | None,
         answer_id: str | None,
-    ) -> GenerationRequest:
+        thinking: ThinkingMode,
+    ) -> JudgeCall:
         s = self._settings
+        n_answers = len(answer_ids)
         usual = max_output_tokens(n_answers, n_criteria, s.reason_max_chars)
-        max_tokens = max_output_tokens(n_answers, n_criteria, s.reason_max_chars, chars_per_token=1)
+        reply_tokens = max_output_tokens(n_answers, n_criteria, s.reason_max_chars, chars_per_token=1)
+        # Thinking tokens count inside max_tokens: a budget must fit whole; `on` gets what is left of its cap.
+        reserved = thinking.budget or 0
+        thinks = thinking.call(s.thinking_min_tokens)
+        max_tokens = reply_tokens + (thinking.budget or (s.thinking_max_tokens if thinking.enabled else 0))
         limit = self._backend.max_context_tokens
         if limit is not None:
-            prompt_tokens = await self._backend.count_prompt_tokens(prompt.messages)
+            prompt_tokens = await self._backend.count_prompt_tokens(prompt.messages, thinks)
             if prompt_tokens is not None:
-                if prompt_tokens + usual > limit:
+                if prompt_tokens + usual + reserved > limit:
+                    thought = f" + {reserved} for its thinking" if reserved else ""
                     raise PromptTooLongError(
-                        f"the group needs {prompt_tokens} prompt tokens + {usual} for the judge's reply, "
-                        f"over the judge's context of {limit} tokens; send fewer or shorter answers",
-                        details={"prompt_tokens": prompt_tokens, "reply_tokens": usual, "limit": limit},
+                        f"the group needs {prompt_tokens} prompt tokens + {usual} for the judge's reply"
+                        f"{thought}, over the judge's context of {limit} tokens; send fewer or shorter "
+                        "answers" + (", or a smaller thinking budget" if reserved else ""),
+                        details={
+                            "prompt_tokens": prompt_tokens,
+                            "reply_tokens": usual,
+                            "thinking_tokens": reserved,
+                            "limit": limit,
+                        },
                     )
                 # The worst-case budget where it fits; else what the context leaves (>= usual).
                 max_tokens = min(max_tokens, limit - prompt_tokens)
-        return GenerationRequest(
+        request = GenerationRequest(
             messages=prompt.messages,
             max_tokens=max_tokens,
             json_schema=schema,
@@ -207,6 +289,10 @@ class JudgeCaller:
             group_id=group_id,
             answer_id=answer_id,
             top_logprobs=s.mark_logprobs,
+            thinking=thinks,
+        )
+        return JudgeCall(
+            request, tuple(answer_ids), per_answer=answer_id is not None, reply_tokens=reply_tokens
         )
 
     async def judge_order(self, calls: list[JudgeCall], criteria: list[str]) -> JudgeOutcome:
@@ -237,18 +323,32 @@ class JudgeCaller:
         best: ParsedJudgement | None = None
         best_reply: Generation | None = None
         started = time.perf_counter()
+        thinking = call.request.thinking
+        truncated_once = False
         try:
             async with asyncio.timeout(s.deadline_s):
                 for attempt in range(s.parse_retries + 1):
                     if attempt:
-                        self._metrics.retries.labels(reason="invalid_output").inc()
-                    request = replace(call.request, request_id=f"{call.request.request_id}-{attempt}")
+                        reason = REASONING_TRUNCATED if truncated_once else "invalid_output"
+                        self._metrics.retries.labels(reason=reason).inc()
+                    request = replace(
+                        call.request, request_id=f"{call.request.request_id}-{attempt}", thinking=thinking
+                    )
                     reply = await self._backend.generate(request)
-                    self._metrics.judge_replies.inc()
-                    outcome.raw_outputs.append(reply.text)
-                    outcome.usage.prompt_tokens += reply.prompt_tokens
-                    outcome.usage.completion_tokens += reply.completion_tokens
-                    outcome.usage.judge_calls += 1
+                    self._count_reply(reply, outcome, thinking)
+                    if not reply.reasoning_ended:
+                        parsed = _unreplied(answer_ids, truncated_note(reply, thinking))
+                        self._metrics.reasoning_truncated.inc()
+                        if best is None:
+                            best, best_reply = parsed, reply
+                        # One retry, with half the thinking, where the backend can hold it to that.
+                        if truncated_once or not self.thinking_profile.enforces_budget:
+                            break
+                        truncated_once = True
+                        thinking = replace(
+                            thinking, budget=smaller_budget(reply, thinking, request.max_tokens)
+                        )
+                        continue
                     if call.per_answer:
                         parsed = parse_answer(reply.text, answer_ids[0], criteria, s.reason_max_chars)
                     else:
@@ -260,7 +360,11 @@ class JudgeCaller:
                         self._metrics.parse_failures.inc()
                     for kind in sorted(parsed.problems):
                         self._metrics.output_problems.labels(kind=kind).inc()
-                    if best is None or len(parsed.marks) > len(best.marks):
+                    if (
+                        best is None
+                        or len(parsed.marks) > len(best.marks)
+                        or not best_reply_ended(best_reply)
+                    ):
                         best, best_reply = parsed, reply
                     if parsed.complete:
                         break
@@ -278,6 +382,27 @@ class JudgeCaller:
         self._metrics.prompt_tokens.inc(outcome.usage.prompt_tokens)
         self._metrics.completion_tokens.inc(outcome.usage.completion_tokens)
         return outcome
+
+    def _count_reply(self, reply: Generation, outcome: JudgeOutcome, thinking: ThinkingCall) -> None:
+        """One attempt into the outcome's raw outputs, thinking records and usage, and the metrics."""
+        s = self._settings
+        self._metrics.judge_replies.inc()
+        outcome.raw_outputs.append(reply.text)
+        outcome.usage.prompt_tokens += reply.prompt_tokens
+        outcome.usage.completion_tokens += reply.completion_tokens
+        outcome.usage.judge_calls += 1
+        if not (thinking.enabled or reply.reasoning is not None or reply.misrouted):
+            return
+        record = attempt_record(reply, thinking, keep_text=s.store_thinking, max_chars=s.store_thinking_chars)
+        outcome.thinking.append(record)
+        outcome.usage.reasoning_tokens += reply.reasoning_tokens or 0
+        mode = "budget" if thinking.budget is not None else "on"
+        if reply.reasoning_tokens is not None:
+            self._metrics.thinking_tokens.labels(mode=mode).observe(reply.reasoning_tokens)
+        if record.budget_exhausted:
+            self._metrics.thinking_budget_exhausted.inc()
+        if reply.misrouted:
+            self._metrics.reasoning_misrouted.inc()
 
     def _add_expected(self, parsed: ParsedJudgement, reply: Generation, call: JudgeCall) -> dict[str, str]:
         """Set each mark's expected value from the reply's log-probabilities; answer id -> why not, for
@@ -305,3 +430,36 @@ def _with_notes(parsed: ParsedJudgement) -> ParsedJudgement:
         suffix = "; ".join(parsed.notes)
         parsed.failures = {k: f"{reason} ({suffix})" for k, reason in parsed.failures.items()}
     return parsed
+
+
+def best_reply_ended(reply: Generation | None) -> bool:
+    """A reply that ended its thinking beats one that did not, whatever their marks."""
+    return reply is None or reply.reasoning_ended
+
+
+def _unreplied(answer_ids: list[str], why: str) -> ParsedJudgement:
+    """A call that gave no reply to parse: every answer it marks fails with `why`."""
+    parsed = ParsedJudgement()
+    parsed.failures = dict.fromkeys(answer_ids, why)
+    parsed.problems.add(REASONING_TRUNCATED)
+    return parsed
+
+
+def _without_markers(
+    conversation: list[ChatMessage], reference: str, answers: list[Answer], profile: ThinkingProfile
+) -> tuple[list[ChatMessage], str, list[Answer]]:
+    """The group's texts with the judge's thinking markers broken (reasoning_split.neutralise_markers):
+    no answer can end the judge's thinking. Texts without a marker are kept as they are."""
+    markers = profile.markers()
+
+    def clean(text: str) -> str:
+        return neutralise_markers(text, markers)
+
+    return (
+        [
+            m if clean(m.content) == m.content else m.model_copy(update={"content": clean(m.content)})
+            for m in conversation
+        ],
+        clean(reference),
+        [a if clean(a.text) == a.text else a.model_copy(update={"text": clean(a.text)}) for a in answers],
+    )

@@ -31,8 +31,9 @@ from judge_service.judging.llm.orders import (
     order_sensitivity,
     shown_orders,
 )
+from judge_service.judging.llm.thinking import OFF, ThinkingMode
 from judge_service.metrics import JudgeMetrics
-from judge_service.schemas import Criterion, Decoding, JudgeRequest, ScoreFrom
+from judge_service.schemas import Criterion, Decoding, JudgeRequest, ScoreFrom, ThinkingInfo
 
 JUDGE = "judge"
 
@@ -47,6 +48,7 @@ class JudgeOptions:
     decoding: Decoding = "group"
     score_from: ScoreFrom = "mark"
     reason_language: str | None = None  # a code, or "auto": the conversation's language
+    thinking: ThinkingMode = OFF
 
 
 class LLMJudge:
@@ -84,6 +86,7 @@ class LLMJudge:
             decoding,
             request.score_from or s.score_from,
             request.reason_language or s.reason_language,
+            self._caller.thinking_mode(request.thinking, request.reasoning_effort),
         )
 
     def config(self, options: JudgeOptions) -> Mapping[str, Any]:
@@ -107,8 +110,23 @@ class LLMJudge:
             judge["mark_logprobs"] = s.mark_logprobs
         if options.reason_language is not None:
             judge["reason_language"] = options.reason_language
+        thinking = options.thinking.config()
+        if thinking is not None:
+            judge["thinking"] = thinking
+        if s.chat_template_sha256 is not None:
+            judge["chat_template"] = s.chat_template_sha256
         criteria = [c.model_dump() for c in options.criteria]
         return {"judge": judge, "orders": options.orders, "criteria": criteria}
+
+    def thinking_info(self) -> ThinkingInfo:
+        profile = self._caller.thinking_profile
+        return ThinkingInfo(
+            switch=profile.switch,
+            parser=profile.parser,
+            enforces_budget=profile.enforces_budget,
+            takes_reasoning_effort=profile.takes_effort,
+            source=profile.source,
+        )
 
     async def grade(self, group: Group, options: JudgeOptions) -> GroupGrades:
         self._readiness.check_judging()
@@ -130,6 +148,7 @@ class LLMJudge:
                 group_id=group.judgement_id,
                 decoding=options.decoding,
                 reason_language=reason_language,
+                thinking=options.thinking,
             )
             for i, order in enumerate(orders)
         ]
@@ -152,6 +171,7 @@ class LLMJudge:
             seed=seed if shuffle else None,
             orders=orders,
             order_sensitivity=order_sensitivity(outcome.order_parses, {c.name: c.weight for c in criteria}),
+            thinking=outcome.thinking or None,
         )
         expected = options.score_from == "expected"
         grades = {a: _answer_grade(a, outcome, criteria, expected=expected) for a in answer_ids}
