@@ -254,3 +254,15 @@ def test_regrade_and_members_carry_thinking(toggle: tuple[TestClient, FakeBacken
         replies = list(pool.map(lambda m: client.post("/v1/judge/member", json=m).json(), members))
     assert all(r["answer"]["status"] == "scored" for r in replies)
     assert backend.requests[-1].thinking.budget == 2
+
+
+def test_the_truncation_retry_comes_on_top_of_parse_retries(tmp_path: Path) -> None:
+    backend = FakeBackend(thinking=TOGGLE)
+    client = serve(tmp_path, backend, parse_retries=0)
+    try:
+        request = group(2, thinking="on")
+        request["conversation"][0]["content"] += " " + THINK_FOREVER
+        body = client.post("/v1/judge", json=request).json()
+        assert body["status"] == "ok" and body["attempts"] == 2
+    finally:
+        client.__exit__(None, None, None)

@@ -102,7 +102,6 @@ class JudgeCall:
     request: GenerationRequest
     answer_ids: tuple[str, ...]
     per_answer: bool = False  # the reply is one answer's criteria object
-    reply_tokens: int = 0  # the reply's share of max_tokens (the rest is the thinking's)
 
 
 @dataclass
@@ -291,9 +290,7 @@ class JudgeCaller:
             top_logprobs=s.mark_logprobs,
             thinking=thinks,
         )
-        return JudgeCall(
-            request, tuple(answer_ids), per_answer=answer_id is not None, reply_tokens=reply_tokens
-        )
+        return JudgeCall(request, tuple(answer_ids), per_answer=answer_id is not None)
 
     async def judge_order(self, calls: list[JudgeCall], criteria: list[str]) -> JudgeOutcome:
         """One order's call(s), concurrently, merged into one outcome. A call's error fails the order:
@@ -327,24 +324,25 @@ class JudgeCaller:
         truncated_once = False
         try:
             async with asyncio.timeout(s.deadline_s):
-                for attempt in range(s.parse_retries + 1):
-                    if attempt:
-                        reason = REASONING_TRUNCATED if truncated_once else "invalid_output"
-                        self._metrics.retries.labels(reason=reason).inc()
+                # Invalid replies use up parse_retries; a truncated thinking gets its one retry on top.
+                invalid_left, attempt, retry_reason = s.parse_retries, 0, None
+                while True:
+                    if retry_reason is not None:
+                        self._metrics.retries.labels(reason=retry_reason).inc()
                     request = replace(
                         call.request, request_id=f"{call.request.request_id}-{attempt}", thinking=thinking
                     )
+                    attempt += 1
                     reply = await self._backend.generate(request)
                     self._count_reply(reply, outcome, thinking)
                     if not reply.reasoning_ended:
-                        parsed = _unreplied(answer_ids, truncated_note(reply, thinking))
                         self._metrics.reasoning_truncated.inc()
                         if best is None:
-                            best, best_reply = parsed, reply
+                            best, best_reply = _unreplied(answer_ids, truncated_note(reply, thinking)), reply
                         # One retry, with half the thinking, where the backend can hold it to that.
                         if truncated_once or not self.thinking_profile.enforces_budget:
                             break
-                        truncated_once = True
+                        truncated_once, retry_reason = True, REASONING_TRUNCATED
                         thinking = replace(
                             thinking, budget=smaller_budget(reply, thinking, request.max_tokens)
                         )
@@ -366,8 +364,9 @@ class JudgeCaller:
                         or not best_reply_ended(best_reply)
                     ):
                         best, best_reply = parsed, reply
-                    if parsed.complete:
+                    if parsed.complete or invalid_left == 0:
                         break
+                    invalid_left, retry_reason = invalid_left - 1, "invalid_output"
         except TimeoutError as exc:
             if best is None:
                 raise JudgeTimeoutError(
