@@ -92,9 +92,9 @@ def _logprobs_after(
     return ((), len(logprobs)) if offset == cut else (None, None)
 
 
-def split_tokens(token_ids: Sequence[int], end_ids: Sequence[int], *, opened: bool) -> tuple[int, int] | None:
+def split_tokens(token_ids: Sequence[int], end_ids: Sequence[int]) -> tuple[int, int] | None:
     """Where the thinking of a token reply ends: (index of the end marker, index of the first content
-    token), or None when the reply holds no end marker (`opened`: still thinking; else: no thinking)."""
+    token), or None when the reply holds no end marker."""
     width = len(end_ids)
     if width == 0:
         return None

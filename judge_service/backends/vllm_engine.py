@@ -33,8 +33,13 @@ from judge_service.backends.base import (
     TokenLogprobs,
 )
 from judge_service.backends.engine_stats import stat_logger_factory
-from judge_service.backends.reasoning_split import split_tokens
-from judge_service.backends.thinking_profile import ProfileSettings, ThinkingProfile, profile_for_model
+from judge_service.backends.reasoning_split import split_text, split_tokens
+from judge_service.backends.thinking_profile import (
+    THINK_END,
+    ProfileSettings,
+    ThinkingProfile,
+    profile_for_model,
+)
 from judge_service.errors import JudgeBackendError, NotReadyError
 from judge_service.metrics import JudgeMetrics
 
@@ -324,7 +329,25 @@ class VLLMEngineBackend:
             finish_reason=completion.finish_reason,
             logprobs=logprobs,
         )
-        return self._split(reply, list(completion.token_ids), thinking) if thinking.enabled else reply
+        if not thinking.enabled:
+            return reply
+        if not self._end_ids:  # the engine could not tokenize the parser's markers: split the text
+            parts = split_text(
+                reply.text,
+                logprobs,
+                start_marker=self._profile.start_marker if self._profile else None,
+                end_marker=(self._profile.end_marker if self._profile else None) or THINK_END,
+                opened=False,
+            )
+            return replace(
+                reply,
+                text=parts.content,
+                logprobs=parts.content_logprobs,
+                reasoning=parts.reasoning,
+                reasoning_tokens=parts.reasoning_tokens,
+                reasoning_ended=parts.ended,
+            )
+        return self._split(reply, list(completion.token_ids))
 
     def _thinking_of(self, asked: ThinkingCall) -> ThinkingCall:
         """A model that always thinks thinks even when a call asks it not to (the judge refuses such
@@ -336,9 +359,9 @@ class VLLMEngineBackend:
             return replace(asked, enabled=True)
         return asked
 
-    def _split(self, reply: Generation, token_ids: list[int], thinking: ThinkingCall) -> Generation:
+    def _split(self, reply: Generation, token_ids: list[int]) -> Generation:
         """The reply after the thinking's end marker; the thinking apart (module docstring)."""
-        found = split_tokens(token_ids, self._end_ids, opened=True)
+        found = split_tokens(token_ids, self._end_ids)
         decode = self._tokenizer.decode
         if found is None:  # still thinking when the reply stopped: no JSON
             thought = (
@@ -362,7 +385,7 @@ class VLLMEngineBackend:
             text=decode(token_ids[content_at:], skip_special_tokens=True),
             logprobs=logprobs,
             reasoning=decode(token_ids[begins:end_at], skip_special_tokens=True).strip(),
-            reasoning_tokens=end_at,
+            reasoning_tokens=end_at - begins,
         )
 
     async def close(self) -> None:

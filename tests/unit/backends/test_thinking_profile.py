@@ -97,9 +97,9 @@ def test_a_reply_still_thinking_has_no_content() -> None:
 
 
 def test_split_tokens_finds_the_last_end_marker() -> None:
-    assert split_tokens([8, 5, 6, 10, 7, 10, 3, 4], [10], opened=True) == (5, 6)
-    assert split_tokens([1, 2, 3], [9, 9], opened=True) is None
-    assert split_tokens([1, 9, 9, 2], [9, 9], opened=True) == (1, 3)
+    assert split_tokens([8, 5, 6, 10, 7, 10, 3, 4], [10]) == (5, 6)
+    assert split_tokens([1, 2, 3], [9, 9]) is None
+    assert split_tokens([1, 9, 9, 2], [9, 9]) == (1, 3)
 
 
 def test_reply_fields_logprobs_not_aligned_with_the_content_are_dropped() -> None:
