@@ -28,7 +28,14 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import replace
 
-from judge_service.backends.base import BackendHealth, Generation, GenerationRequest, TokenLogprobs
+from judge_service.backends.base import (
+    THINKING_OFF,
+    BackendHealth,
+    Generation,
+    GenerationRequest,
+    ThinkingCall,
+    TokenLogprobs,
+)
 from judge_service.backends.reasoning_split import ReplyParts, reply_from_fields, split_text
 from judge_service.backends.thinking_profile import (
     NO_THINKING,
@@ -49,7 +56,7 @@ THINK_PAST_BUDGET = "[fake judge: think past any budget]"
 REPLY_IN_REASONING = "[fake judge: reply in the reasoning field]"
 # The thinking of every thinking reply: a mark in JSON form that must not be read as one.
 DECOY_THINKING = 'Draft: {"mark": 1, "reason": "decoy"}. Looking again at the answers before I mark them.'
-_TOKENS_PER_THINKING_STEP = 8  # a thinking step of the fake: one "token" of DECOY-free padding
+_CHARS_PER_THINKING_TOKEN = 8  # how much thinking text the fake counts as one token
 _ANSWER_BLOCK = re.compile(r'<answer id="([^"]+)">(.*?)</answer>', re.DOTALL)
 
 
@@ -97,7 +104,7 @@ class FakeBackend:
         self._ready = True
 
     async def count_prompt_tokens(
-        self, messages: list[dict[str, str]], thinking: object = None
+        self, messages: list[dict[str, str]], thinking: ThinkingCall = THINKING_OFF
     ) -> int | None:
         return sum(len(m["content"]) for m in messages) // 4 + 8
 
@@ -129,7 +136,7 @@ class FakeBackend:
 
     def _thinking_reply(self, request: GenerationRequest, reply: Generation) -> Generation:
         """The reply with thinking before it, split as a no-parser endpoint's text would be (module
-        docstring). Thinking takes one token per _TOKENS_PER_THINKING_STEP characters."""
+        docstring). Thinking takes one token per _CHARS_PER_THINKING_TOKEN characters."""
         prompt = "\n".join(m["content"] for m in request.messages)
         if REPLY_IN_REASONING in prompt:
             parts = reply_from_fields(None, reply.text, "stop", None, expects_thinking=True)
@@ -138,7 +145,7 @@ class FakeBackend:
         if THINK_PAST_BUDGET in prompt:
             budget = None
         forever = THINK_FOREVER in prompt or THINK_PAST_BUDGET in prompt
-        wanted = 10**9 if forever else len(DECOY_THINKING) // _TOKENS_PER_THINKING_STEP
+        wanted = 10**9 if forever else len(DECOY_THINKING) // _CHARS_PER_THINKING_TOKEN
         thinking_tokens = min(wanted, budget if budget is not None else wanted)
         reply_tokens = reply.completion_tokens
         if thinking_tokens + reply_tokens > request.max_tokens:  # out of tokens while thinking
@@ -301,7 +308,7 @@ def fake_thinking_profile(profile: ThinkingProfile) -> ThinkingProfile:
 
 def _thinking_text(tokens: int) -> str:
     """`tokens` of thinking: the decoy first, cut or padded to length."""
-    chars = tokens * _TOKENS_PER_THINKING_STEP
+    chars = tokens * _CHARS_PER_THINKING_TOKEN
     if chars <= len(DECOY_THINKING):
         return DECOY_THINKING[:chars]
     return DECOY_THINKING + " hmm" * ((chars - len(DECOY_THINKING)) // 4)

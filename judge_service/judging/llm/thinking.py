@@ -32,10 +32,6 @@ class ThinkingMode:
     def enabled(self) -> bool:
         return self.mode == "on"
 
-    def label(self) -> str:
-        """The metrics label: off, on or budget."""
-        return "budget" if self.budget is not None else self.mode
-
     def call(self, min_tokens: int) -> ThinkingCall:
         return ThinkingCall(
             enabled=self.enabled, budget=self.budget, effort=self.effort, min_tokens=min_tokens
