@@ -10,7 +10,13 @@ from typing import Literal
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from judge_service.schemas import Thinking, ThinkingBudget
+from judge_service.schemas import (
+    MAX_THINKING_BUDGET,
+    ReasoningEffort,
+    Thinking,
+    ThinkingBudget,
+    ThinkingSwitch,
+)
 from judge_service.store.urls import check_url, is_postgres
 
 # Package data (pyproject.toml), so a wheel installed anywhere finds its templates.
@@ -136,14 +142,14 @@ class Settings(BaseSettings):
         "order are stored with the judgement.",
     )
 
-    # --- thinking judges (backends/thinking.py; README, Thinking judges)
+    # --- thinking judges (backends/thinking_profile.py; README, Thinking judges)
     thinking: str | None = Field(
         default=None,
         description="Whether the judge thinks when a request names nothing: 'off', 'on', a budget of "
         "thinking tokens (an integer, or {\"budget\": N}). None: 'off', or 'on' for a judge that always "
         "thinks.",
     )
-    thinking_switch: Literal["toggle", "always", "never"] | None = Field(
+    thinking_switch: ThinkingSwitch | None = Field(
         default=None,
         description="How the judge model thinks: 'toggle' (a chat-template keyword turns it on and off), "
         "'always', 'never'. None: from the model's files (its chat template, its type) or, over HTTP, its "
@@ -173,20 +179,20 @@ class Settings(BaseSettings):
         description="Over HTTP: the parser's markers are special tokens, which vLLM drops from the text "
         "unless asked (skip_special_tokens=false is then sent). Found by itself in-process.",
     )
-    reasoning_effort: Literal["low", "medium", "high"] | None = Field(
+    reasoning_effort: ReasoningEffort | None = Field(
         default=None, description="reasoning_effort when a request names none (judges that take it)."
     )
     thinking_max_tokens: int = Field(
         default=8192,
         ge=16,
-        le=131072,
+        le=MAX_THINKING_BUDGET,
         description="Thinking 'on' without a budget: the thinking tokens allowed before the call counts "
         "as reasoning_truncated.",
     )
     thinking_min_tokens: int = Field(
         default=0,
         ge=0,
-        le=131072,
+        le=MAX_THINKING_BUDGET,
         description="Tokens a thinking judge must write before it may stop (capped at the budget): for "
         "small models that end the sequence before closing their thinking.",
     )
@@ -421,6 +427,6 @@ def parse_thinking(value: str) -> Thinking:
         return ThinkingBudget.model_validate_json(text)
     except ValueError as exc:
         raise ValueError(
-            f"JUDGE_THINKING must be 'off', 'on', a budget of thinking tokens (1-131072) or "
+            f"JUDGE_THINKING must be 'off', 'on', a budget of thinking tokens (1-{MAX_THINKING_BUDGET}) or "
             f'{{"budget": N}}; got {value!r}'
         ) from exc

@@ -59,6 +59,7 @@ class ResponseModel(BaseModel):
 
 
 ReasoningEffort = Literal["low", "medium", "high"]
+ThinkingSwitch = Literal["toggle", "always", "never"]
 MAX_THINKING_BUDGET = 131072
 
 
@@ -559,7 +560,7 @@ GraderKind = Literal["judge", "rule", "code", "rft", "blend"]
 class ThinkingInfo(ResponseModel):
     """How the judge model thinks (README, Thinking judges)."""
 
-    switch: Literal["toggle", "always", "never"]
+    switch: ThinkingSwitch
     parser: str | None = Field(description="vLLM's reasoning parser.")
     enforces_budget: bool = Field(description='Whether thinking budgets ({"budget": N}) are accepted.')
     takes_reasoning_effort: bool

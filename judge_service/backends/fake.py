@@ -36,7 +36,7 @@ from judge_service.backends.base import (
     ThinkingCall,
     TokenLogprobs,
 )
-from judge_service.backends.reasoning_split import ReplyParts, reply_from_fields, split_text
+from judge_service.backends.reasoning_split import reply_from_fields, split_text, with_parts
 from judge_service.backends.thinking_profile import (
     NO_THINKING,
     THINK_END,
@@ -140,7 +140,7 @@ class FakeBackend:
         prompt = "\n".join(m["content"] for m in request.messages)
         if REPLY_IN_REASONING in prompt:
             parts = reply_from_fields(None, reply.text, "stop", None, expects_thinking=True)
-            return _with_parts(reply, parts, reply.completion_tokens)
+            return with_parts(reply, parts)
         budget = request.thinking.budget if self._thinking.enforces_budget else None
         if THINK_PAST_BUDGET in prompt:
             budget = None
@@ -153,8 +153,11 @@ class FakeBackend:
             parts = split_text(
                 THINK_START + thought, None, start_marker=THINK_START, end_marker=THINK_END, opened=False
             )
-            return _with_parts(
-                replace(reply, finish_reason="length"), parts, request.max_tokens, tokens=request.max_tokens
+            return with_parts(
+                replace(reply, finish_reason="length"),
+                parts,
+                completion_tokens=request.max_tokens,
+                reasoning_tokens=request.max_tokens,
             )
         thought = _thinking_text(thinking_tokens)
         raw = f"{THINK_START}{thought}{THINK_END}{reply.text}"
@@ -166,7 +169,9 @@ class FakeBackend:
                 *reply.logprobs,
             )
         parts = split_text(raw, logprobs, start_marker=THINK_START, end_marker=THINK_END, opened=False)
-        return _with_parts(reply, parts, thinking_tokens + reply_tokens, tokens=thinking_tokens)
+        return with_parts(
+            reply, parts, completion_tokens=thinking_tokens + reply_tokens, reasoning_tokens=thinking_tokens
+        )
 
     @staticmethod
     def marks_for(request: GenerationRequest) -> dict[str, dict[str, dict[str, object]]]:
@@ -312,18 +317,3 @@ def _thinking_text(tokens: int) -> str:
     if chars <= len(DECOY_THINKING):
         return DECOY_THINKING[:chars]
     return DECOY_THINKING + " hmm" * ((chars - len(DECOY_THINKING)) // 4)
-
-
-def _with_parts(
-    reply: Generation, parts: ReplyParts, completion_tokens: int, *, tokens: int | None = None
-) -> Generation:
-    return replace(
-        reply,
-        text=parts.content,
-        logprobs=parts.content_logprobs,
-        completion_tokens=completion_tokens,
-        reasoning=parts.reasoning,
-        reasoning_tokens=tokens if parts.reasoning is not None else None,
-        reasoning_ended=parts.ended,
-        misrouted=parts.misrouted,
-    )

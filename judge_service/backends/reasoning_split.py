@@ -12,7 +12,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from judge_service.backends.base import TokenLogprobs
+from judge_service.backends.base import Generation, TokenLogprobs
 from judge_service.backends.thinking_profile import THINK_END, THINK_START
 
 _WORD_JOINER = "\u2060"  # invisible; splits a marker into tokens that are not the marker
@@ -38,6 +38,27 @@ class ReplyParts:
     reasoning_tokens: int | None = None
     content_logprobs: tuple[TokenLogprobs, ...] | None = None
     misrouted: bool = False  # the JSON came in the reasoning field and was recovered
+
+
+def with_parts(
+    reply: Generation,
+    parts: ReplyParts,
+    *,
+    completion_tokens: int | None = None,
+    reasoning_tokens: int | None = None,
+) -> Generation:
+    """`reply` holding only what follows its thinking, the thinking apart; the token counts given override
+    the reply's and the split's where the caller knows them better."""
+    return replace(
+        reply,
+        text=parts.content,
+        logprobs=parts.content_logprobs,
+        reasoning=parts.reasoning,
+        reasoning_tokens=reasoning_tokens if reasoning_tokens is not None else parts.reasoning_tokens,
+        reasoning_ended=parts.ended,
+        misrouted=parts.misrouted,
+        completion_tokens=completion_tokens if completion_tokens is not None else reply.completion_tokens,
+    )
 
 
 def split_text(

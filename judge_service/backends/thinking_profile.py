@@ -18,13 +18,13 @@ How a reply is split into thinking and JSON is reasoning_split.py.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
+
+from judge_service.schemas import ThinkingSwitch
 
 if TYPE_CHECKING:
     from judge_service.config import Settings
 
-ThinkingSwitch = Literal["toggle", "always", "never"]
-ReasoningEffort = Literal["low", "medium", "high"]
 
 # What vLLM's common parsers mark thinking with; Mistral's reasoning models use the bracketed pair.
 THINK_START, THINK_END = "<think>", "</think>"

@@ -33,7 +33,7 @@ from judge_service.backends.base import (
     TokenLogprobs,
 )
 from judge_service.backends.engine_stats import stat_logger_factory
-from judge_service.backends.reasoning_split import split_text, split_tokens
+from judge_service.backends.reasoning_split import split_text, split_tokens, with_parts
 from judge_service.backends.thinking_profile import (
     THINK_END,
     ProfileSettings,
@@ -339,14 +339,7 @@ class VLLMEngineBackend:
                 end_marker=(self._profile.end_marker if self._profile else None) or THINK_END,
                 opened=False,
             )
-            return replace(
-                reply,
-                text=parts.content,
-                logprobs=parts.content_logprobs,
-                reasoning=parts.reasoning,
-                reasoning_tokens=parts.reasoning_tokens,
-                reasoning_ended=parts.ended,
-            )
+            return with_parts(reply, parts)
         return self._split(reply, list(completion.token_ids))
 
     def _thinking_of(self, asked: ThinkingCall) -> ThinkingCall:
@@ -363,22 +356,18 @@ class VLLMEngineBackend:
         """The reply after the thinking's end marker; the thinking apart (module docstring)."""
         found = split_tokens(token_ids, self._end_ids)
         decode = self._tokenizer.decode
+        # The thinking starts after the start marker where the model wrote it (else the prompt opened it).
+        begins = len(self._start_ids) if token_ids[: len(self._start_ids)] == self._start_ids else 0
         if found is None:  # still thinking when the reply stopped: no JSON
-            thought = (
-                token_ids[len(self._start_ids) :]
-                if token_ids[: len(self._start_ids)] == self._start_ids
-                else token_ids
-            )
             return replace(
                 reply,
                 text="",
                 logprobs=None,
-                reasoning=decode(thought, skip_special_tokens=True).strip(),
-                reasoning_tokens=len(token_ids),
+                reasoning=decode(token_ids[begins:], skip_special_tokens=True).strip(),
+                reasoning_tokens=len(token_ids) - begins,
                 reasoning_ended=False,
             )
         end_at, content_at = found
-        begins = len(self._start_ids) if token_ids[: len(self._start_ids)] == self._start_ids else 0
         logprobs = reply.logprobs[content_at:] if reply.logprobs is not None else None
         return replace(
             reply,

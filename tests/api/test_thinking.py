@@ -4,6 +4,7 @@ recovered from the reasoning field, what is stored and counted, and the fingerpr
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,19 +26,18 @@ TOGGLE = fake_thinking_profile(ThinkingProfile(switch="toggle", parser="qwen3"))
 ALWAYS = fake_thinking_profile(ThinkingProfile(switch="always", parser="deepseek_r1"))
 
 
-def serve(tmp_path: Path, backend: FakeBackend, **settings: Any) -> TestClient:
-    client = make_client(tmp_path, backend, **settings)
-    client.__enter__()
-    wait_ready(client)
-    return client
+@contextlib.contextmanager
+def serve(tmp_path: Path, backend: FakeBackend, **settings: Any) -> Iterator[TestClient]:
+    with make_client(tmp_path, backend, **settings) as client:
+        wait_ready(client)
+        yield client
 
 
 @pytest.fixture
 def toggle(tmp_path: Path) -> Iterator[tuple[TestClient, FakeBackend]]:
     backend = FakeBackend(thinking=TOGGLE)
-    client = serve(tmp_path, backend)
-    yield client, backend
-    client.__exit__(None, None, None)
+    with serve(tmp_path, backend) as client:
+        yield client, backend
 
 
 def metric(client: TestClient, name: str) -> float:
@@ -186,47 +186,35 @@ def test_an_answer_cannot_end_the_judges_thinking(toggle: tuple[TestClient, Fake
 def test_what_the_judge_cannot_do_is_a_422_that_says_why(
     tmp_path: Path, profile: ThinkingProfile, request_fields: dict[str, Any], said: str
 ) -> None:
-    client = serve(tmp_path, FakeBackend(thinking=profile))
-    try:
+    with serve(tmp_path, FakeBackend(thinking=profile)) as client:
         response = client.post("/v1/judge", json=group(2, **request_fields))
         assert response.status_code == 422, response.text
         assert said in response.json()["error"]["message"]
-    finally:
-        client.__exit__(None, None, None)
 
 
 def test_a_judge_that_always_thinks_thinks_by_default(tmp_path: Path) -> None:
     backend = FakeBackend(thinking=ALWAYS)
-    client = serve(tmp_path, backend)
-    try:
+    with serve(tmp_path, backend) as client:
         body = client.post("/v1/judge", json=group(2)).json()
         assert body["status"] == "ok" and body["usage"]["reasoning_tokens"] > 0
         assert backend.requests[0].thinking.enabled
-    finally:
-        client.__exit__(None, None, None)
 
 
 def test_the_setting_sets_the_default_and_a_request_overrides_it(tmp_path: Path) -> None:
     backend = FakeBackend(thinking=TOGGLE)
-    client = serve(tmp_path, backend, thinking="24", reasoning_effort="low")
-    try:
+    with serve(tmp_path, backend, thinking="24", reasoning_effort="low") as client:
         client.post("/v1/judge", json=group(2))
         client.post("/v1/judge", json=group(2, thinking="off", reasoning_effort="high"))
         first, second = backend.requests[0].thinking, backend.requests[-1].thinking
         assert (first.enabled, first.budget, first.effort) == (True, 24, "low")
         assert (second.enabled, second.budget, second.effort) == (False, None, "high")
-    finally:
-        client.__exit__(None, None, None)
 
 
 def test_store_thinking_off_keeps_the_figures_not_the_text(tmp_path: Path) -> None:
-    client = serve(tmp_path, FakeBackend(thinking=TOGGLE), store_thinking=False)
-    try:
+    with serve(tmp_path, FakeBackend(thinking=TOGGLE), store_thinking=False) as client:
         body = client.post("/v1/judge", json=group(2, thinking={"budget": 4})).json()
         stored = client.get(f"/v1/judgements/{body['judgement_id']}").json()
         assert stored["thinking"][0]["text"] is None and stored["thinking"][0]["tokens"] == 4
-    finally:
-        client.__exit__(None, None, None)
 
 
 def test_regrade_and_members_carry_thinking(toggle: tuple[TestClient, FakeBackend]) -> None:
@@ -258,11 +246,8 @@ def test_regrade_and_members_carry_thinking(toggle: tuple[TestClient, FakeBacken
 
 def test_the_truncation_retry_comes_on_top_of_parse_retries(tmp_path: Path) -> None:
     backend = FakeBackend(thinking=TOGGLE)
-    client = serve(tmp_path, backend, parse_retries=0)
-    try:
+    with serve(tmp_path, backend, parse_retries=0) as client:
         request = group(2, thinking="on")
         request["conversation"][0]["content"] += " " + THINK_FOREVER
         body = client.post("/v1/judge", json=request).json()
         assert body["status"] == "ok" and body["attempts"] == 2
-    finally:
-        client.__exit__(None, None, None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,7 +36,14 @@ def engine_service(workdir: Path, **settings: Any) -> ServiceProcess:
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
     # The README's support grader (examples/support_grader.py), for test_code_graders_engine.py.
     code_graders = '[{"name": "support_facts", "target": "examples.support_grader:grade", "timeout_s": 5}]'
-    service = engine_service(tmp_path_factory.mktemp("engine"), code_graders=code_graders)
+    with engine_client(tmp_path_factory.mktemp("engine"), code_graders=code_graders) as client:
+        yield client
+
+
+@contextlib.contextmanager
+def engine_client(workdir: Path, **settings: Any) -> Iterator[httpx.Client]:
+    """The service on the embedded judge (engine_service), started, and a client for it; stopped after."""
+    service = engine_service(workdir, **settings)
     try:
         service.start(timeout_s=ENGINE_START_TIMEOUT_S)
         with httpx.Client(base_url=service.url, timeout=600) as client:

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.engine.conftest import ENGINE_START_TIMEOUT_S, REPO, engine_service
+from tests.engine.conftest import REPO, engine_client
 from tests.engine.vllm_serve import START_TIMEOUT_S, VllmServe, prepared_model
 from tests.service_process import ServiceProcess
 
@@ -44,18 +44,9 @@ def group(**extra: Any) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def in_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
-    service = engine_service(
-        tmp_path_factory.mktemp("thinking"),
-        reasoning_parser_plugin=PLUGIN,
-        chat_template=TEMPLATE,
-        **STAND_IN,
-    )
-    try:
-        service.start(timeout_s=ENGINE_START_TIMEOUT_S)
-        with httpx.Client(base_url=service.url, timeout=600) as client:
-            yield client
-    finally:
-        service.terminate()
+    workdir = tmp_path_factory.mktemp("thinking")
+    with engine_client(workdir, reasoning_parser_plugin=PLUGIN, chat_template=TEMPLATE, **STAND_IN) as client:
+        yield client
 
 
 @pytest.fixture(scope="module")

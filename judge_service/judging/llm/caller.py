@@ -451,14 +451,16 @@ def _without_markers(
     no answer can end the judge's thinking. Texts without a marker are kept as they are."""
     markers = profile.markers()
 
-    def clean(text: str) -> str:
-        return neutralise_markers(text, markers)
+    def message(m: ChatMessage) -> ChatMessage:
+        text = neutralise_markers(m.content, markers)
+        return m if text == m.content else m.model_copy(update={"content": text})
+
+    def answer(a: Answer) -> Answer:
+        text = neutralise_markers(a.text, markers)
+        return a if text == a.text else a.model_copy(update={"text": text})
 
     return (
-        [
-            m if clean(m.content) == m.content else m.model_copy(update={"content": clean(m.content)})
-            for m in conversation
-        ],
-        clean(reference),
-        [a if clean(a.text) == a.text else a.model_copy(update={"text": clean(a.text)}) for a in answers],
+        [message(m) for m in conversation],
+        neutralise_markers(reference, markers),
+        [answer(a) for a in answers],
     )
