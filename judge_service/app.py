@@ -39,6 +39,7 @@ from judge_service.service import JudgeService
 from judge_service.store.base import JudgementStore
 from judge_service.store.factory import build_store
 from judge_service.ui import pages, signin
+from judge_service.watch.canaries import CanaryPolicy
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +112,7 @@ def create_app(
             store=judgement_store,
             metrics=metrics,
             idempotency_lease_s=settings.idempotency_lease_s,
+            canaries=CanaryPolicy(settings.canary_rate, settings.resolved_canary_kinds()),
         )
         app.state.service = service
         assembly_settings = AssemblySettings(

@@ -11,7 +11,9 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from judge_service.schemas import (
+    CANARY_KINDS,
     MAX_THINKING_BUDGET,
+    CanaryKind,
     ReasoningEffort,
     Thinking,
     ThinkingBudget,
@@ -140,6 +142,20 @@ class Settings(BaseSettings):
         default=True,
         description="Show the judge the answers in a seeded shuffled order (position bias); the seed and "
         "order are stored with the judgement.",
+    )
+
+    # --- watching for reward hacking (watch/; README, Watching for reward hacking)
+    canary_rate: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="The share of groups that get a canary answer (a planted bad answer judged with the "
+        "group, never returned), when the request does not say (`canaries`); 0: none.",
+    )
+    canary_kinds: str | None = Field(
+        default=None,
+        description="The canary kinds JUDGE_CANARY_RATE and `canaries: on` draw from, comma-separated "
+        f"({', '.join(CANARY_KINDS)}); None: all.",
     )
 
     # --- thinking judges (backends/thinking_profile.py; README, Thinking judges)
@@ -347,6 +363,13 @@ class Settings(BaseSettings):
             parse_thinking(value)  # ValueError says what is accepted
         return value
 
+    @field_validator("canary_kinds")
+    @classmethod
+    def _known_canary_kinds(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_canary_kinds(value)  # ValueError says what is accepted
+        return value
+
     @field_validator("chat_template", "reasoning_parser_plugin")
     @classmethod
     def _file_exists(cls, path: Path | None) -> Path | None:
@@ -400,6 +423,9 @@ class Settings(BaseSettings):
     def resolved_thinking(self) -> Thinking | None:
         return parse_thinking(self.thinking) if self.thinking is not None else None
 
+    def resolved_canary_kinds(self) -> tuple[CanaryKind, ...]:
+        return CANARY_KINDS if self.canary_kinds is None else parse_canary_kinds(self.canary_kinds)
+
     def chat_template_sha256(self) -> str | None:
         """A prefix of the SHA-256 of JUDGE_CHAT_TEMPLATE's file (part of the judge's fingerprint)."""
         if self.chat_template is None:
@@ -414,6 +440,18 @@ class Settings(BaseSettings):
 
     def resolved_prompts_dir(self) -> Path:
         return self.prompts_dir or PACKAGED_PROMPTS
+
+
+def parse_canary_kinds(value: str) -> tuple[CanaryKind, ...]:
+    """JUDGE_CANARY_KINDS: kinds separated by commas, at least one."""
+    names = [name.strip() for name in value.split(",") if name.strip()]
+    unknown = [name for name in names if name not in CANARY_KINDS]
+    if unknown or not names:
+        raise ValueError(
+            f"JUDGE_CANARY_KINDS must name canary kinds separated by commas, from {', '.join(CANARY_KINDS)}; "
+            f"got {value!r}"
+        )
+    return tuple(kind for kind in CANARY_KINDS if kind in names)
 
 
 def parse_thinking(value: str) -> Thinking:

@@ -12,6 +12,8 @@ import os
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.multiprocess import MultiProcessCollector
 
+from judge_service.schemas import CANARY_KINDS
+
 # Every kind of fault in a judge reply (judge_output_problems_total's `kind`, each shown at 0 from the start):
 # judging/llm/parser.py reports them, and "truncated" is added by the judge from finish_reason.
 OUTPUT_PROBLEMS = (
@@ -140,6 +142,36 @@ class JudgeMetrics:
             "judge_order_sensitivity",
             "Per group judged under several answer orders: mean spread of answers' scores across orders",
             buckets=(0.0, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0),
+            registry=r,
+        )
+
+        # Watching for reward hacking (watch/): canary answers and length bias.
+        self.canary_groups = Counter(
+            "judge_canary_groups_total",
+            "Groups whose canary answer was scored beside at least one scored answer, by canary kind",
+            ["kind"],
+            registry=r,
+        )
+        self.canary_outranked = Counter(
+            "judge_canary_outranked_total",
+            "Canary answers that scored above their group's median answer, by canary kind",
+            ["kind"],
+            registry=r,
+        )
+        self.canary_score = Histogram(
+            "judge_canary_score",
+            "Scores given to canary answers, by canary kind",
+            ["kind"],
+            buckets=(0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0),
+            registry=r,
+        )
+        for kind in CANARY_KINDS:  # every kind shown from the start: rates and alerts see 0, not nothing
+            self.canary_groups.labels(kind=kind)
+            self.canary_outranked.labels(kind=kind)
+        self.length_bias = Histogram(
+            "judge_length_bias",
+            "Per group with 3+ scored answers: Spearman correlation of answer length and score",
+            buckets=(-1.0, -0.5, -0.2, 0.0, 0.2, 0.5, 0.8, 1.0),
             registry=r,
         )
 

@@ -6,7 +6,7 @@ import json
 import math
 import re
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
@@ -80,6 +80,21 @@ THINKING_DESCRIPTION = (
 REASONING_EFFORT_DESCRIPTION = (
     "For judges that take it (gpt-oss, OpenAI-compatible endpoints): how much the judge reasons. "
     "Default: JUDGE_REASONING_EFFORT, else the judge's own."
+)
+
+
+# Canary answers (watch/canaries.py; README, Watching for reward hacking).
+CanaryKind = Literal[
+    "injection", "empty", "opener", "reference_twist", "restated", "verbose_wrong", "refusal"
+]
+CANARY_KINDS: tuple[CanaryKind, ...] = get_args(CanaryKind)
+Canaries = (
+    Literal["off", "on"] | Annotated[list[CanaryKind], Field(min_length=1, max_length=len(CANARY_KINDS))]
+)
+CANARIES_DESCRIPTION = (
+    "Whether this group gets a canary: one extra answer built from the group to catch a judge that can "
+    "be gamed, judged with the others and never returned. 'off', 'on' (a kind of JUDGE_CANARY_KINDS), or "
+    "a list of kinds to draw from. Default: JUDGE_CANARY_RATE decides (0: never)."
 )
 
 
@@ -281,6 +296,7 @@ class JudgeRequest(StrictModel):
     thinking: Thinking | None = Field(default=None, description=THINKING_DESCRIPTION)
     reasoning_effort: ReasoningEffort | None = Field(default=None, description=REASONING_EFFORT_DESCRIPTION)
     item: Item | None = Field(default=None, description=ITEM_DESCRIPTION)
+    canaries: Canaries | None = Field(default=None, description=CANARIES_DESCRIPTION)
 
     @model_validator(mode="after")
     def _unique_ids(self) -> JudgeRequest:
@@ -318,6 +334,7 @@ class MemberRequest(StrictModel):
     thinking: Thinking | None = Field(default=None, description=THINKING_DESCRIPTION)
     reasoning_effort: ReasoningEffort | None = Field(default=None, description=REASONING_EFFORT_DESCRIPTION)
     item: Item | None = Field(default=None, description=ITEM_DESCRIPTION)
+    canaries: Canaries | None = Field(default=None, description=CANARIES_DESCRIPTION)
     deadline_s: float | None = Field(
         default=None,
         gt=0,
@@ -422,6 +439,23 @@ class JudgeResponse(ResponseModel):
         default=None, description="Hash of the grader configuration; equal means scored the same way."
     )
     regrade_of: str | None = Field(default=None, description="The judgement this one re-scores, if any.")
+    length_bias: float | None = Field(
+        default=None,
+        description="Spearman correlation of answer length and score over the group's scored answers: near "
+        "1, longer answers score higher. Null below 3 scored answers, or when lengths or scores are all "
+        "equal.",
+    )
+
+
+class CanaryResult(AnswerResult):
+    """A canary answer as the graders judged it (watch/canaries.py): kept with the stored judgement only."""
+
+    kind: CanaryKind
+    text: str
+    outranked: bool | None = Field(
+        description="The canary scored above the median of the group's scored answers: the judge preferred "
+        "a planted bad answer to half the group. Null when the canary or every answer is unscored."
+    )
 
 
 class ThinkingAttempt(ResponseModel):
@@ -450,6 +484,10 @@ class StoredJudgement(JudgeResponse):
         default=None,
         description="A thinking judge's thinking, one entry per attempt beside raw_outputs; null when the "
         "judge did not think.",
+    )
+    canaries: list[CanaryResult] | None = Field(
+        default=None,
+        description="The canary answers judged with the group (never among `answers`); null when none.",
     )
 
     def response(self) -> JudgeResponse:
@@ -518,6 +556,21 @@ class StepFigures(ResponseModel):
     prompt_tokens: float | None = Field(description="Mean judge prompt tokens per group.")
     completion_tokens: float | None = Field(description="Mean judge completion tokens per group.")
     judge_ms: float | None = Field(description="Mean judge time per group.")
+    canary_groups: int = Field(
+        default=0, description="Groups whose canary was scored beside a scored answer."
+    )
+    canary_outrank_share: float | None = Field(
+        default=None,
+        description="Share of those canaries that scored above their group's median answer: a judge that can "
+        "be gamed. Null without canaries.",
+    )
+    canary_outrank_by_kind: dict[CanaryKind, float] = Field(
+        default_factory=dict, description="canary_outrank_share per kind, for the kinds the step had."
+    )
+    length_bias: float | None = Field(
+        default=None,
+        description="Mean over groups of the Spearman correlation of answer length and score (length_bias).",
+    )
     last_activity: datetime
 
 

@@ -7,14 +7,20 @@ slot as ROUGE-L. Graders that run a model (`runs_model`) are graded after the ot
 a cheap grader refuses (422) never waits for, or pays for, a model; they also report what they ran
 (`ModelRun`), which is stored with the judgement.
 
+A group may carry a canary (watch/canaries.py): an answer the caller did not send, planted to catch a
+judge that can be gamed. Only a grader that shows the answers to each other (`sees_canary`, the LLM
+judge) is given it among them (`Group.shown_answers`); the plan grades it with every other grader on its
+own (plan.py), so their grades of the caller's answers are as if it were not there.
+
 Each grader states what decides its scores (`config`); the grader fingerprint hashes those
 (judging/fingerprint.py), so two judgements with equal fingerprints were scored the same way.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
 from judge_service.schemas import Answer, ChatMessage, JudgeRequest, ThinkingAttempt, Usage
@@ -41,10 +47,29 @@ class Group:
     reference: str
     answers: Sequence[Answer]
     item: Mapping[str, Any] | None = None  # the task row's grader fields, never shown to the judge
+    canary: Answer | None = None  # not among `answers` (module docstring)
 
     @classmethod
-    def of(cls, request: JudgeRequest, judgement_id: str) -> Group:
-        return cls(judgement_id, request.conversation, request.reference, request.answers, request.item)
+    def of(cls, request: JudgeRequest, judgement_id: str, *, canary: Answer | None = None) -> Group:
+        return cls(
+            judgement_id, request.conversation, request.reference, request.answers, request.item, canary
+        )
+
+    def shown_answers(self) -> Sequence[Answer]:
+        """The answers with the canary among them, at a place fixed by its id (so a regrade, which reuses
+        the canary, shows it at the same place); the answers alone when there is none."""
+        if self.canary is None:
+            return self.answers
+        place = int(hashlib.sha256(self.canary.id.encode()).hexdigest(), 16) % (len(self.answers) + 1)
+        return [*self.answers[:place], self.canary, *self.answers[place:]]
+
+    def without_canary(self) -> Group:
+        return replace(self, canary=None)
+
+    def canary_alone(self) -> Group:
+        """The canary as a group of its own, for the graders that score answers one by one."""
+        assert self.canary is not None
+        return replace(self, answers=[self.canary], canary=None)
 
     def conversation_text(self) -> str:
         """The conversation's messages as one text (what tells a group's language)."""
@@ -115,3 +140,9 @@ class Grader(Protocol[OptionsT]):
         ...
 
     async def grade(self, group: Group, options: OptionsT) -> GroupGrades: ...
+
+
+def sees_canary(grader: Grader[Any]) -> bool:
+    """Whether a grader is given a group's canary among its answers (module docstring): a grader opts in
+    with a true `sees_canary` attribute; the others score the canary on its own."""
+    return bool(getattr(grader, "sees_canary", False))

@@ -9,6 +9,10 @@ result is that grader's own (its criteria marks and reasons), without a list of 
 Graders that do not run a model (rules, code) go first, side by side, so that a group one of them refuses
 (422) never waits for a model; model graders then run concurrently. A grader named twice in custom terms
 runs once.
+
+A group's canary (judging/base.py) is graded like an answer and returned apart (`GradedGroup.canary`): a
+grader that compares answers (the LLM judge) is shown it among them; every other grader scores it in a
+call of its own, so their grades of the caller's answers are the same as without it.
 """
 
 from __future__ import annotations
@@ -18,7 +22,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from judge_service.judging.base import AnswerGrade, Grade, Grader, Group, GroupGrades, ModelRun
+from judge_service.judging.base import (
+    AnswerGrade,
+    Grade,
+    Grader,
+    Group,
+    GroupGrades,
+    ModelRun,
+    sees_canary,
+)
 from judge_service.judging.blend import TermGrade, blend
 from judge_service.schemas import AnswerResult
 
@@ -34,6 +46,7 @@ class Term:
 class GradedGroup:
     answers: list[AnswerResult]
     run: ModelRun | None  # what the model grader ran, when the plan has one
+    canary: AnswerResult | None = None  # the group's canary, graded like an answer (judging/base.py)
 
 
 @dataclass(frozen=True)
@@ -52,27 +65,49 @@ class GradingPlan:
         return config
 
     async def grade(self, group: Group) -> GradedGroup:
+        own = group.without_canary()
         by_grader: dict[str, GroupGrades] = {}
         checks = [term for term in self._distinct() if not term.grader.runs_model]
         if len(checks) > 1:  # code graders wait on their workers side by side
             checked = await asyncio.gather(
-                *(term.grader.grade(group, term.options) for term in checks), return_exceptions=True
+                *(term.grader.grade(own, term.options) for term in checks), return_exceptions=True
             )
             for term, grades in zip(checks, checked, strict=True):
                 if isinstance(grades, BaseException):  # a refusal (422) once every check has ended
                     raise grades
                 by_grader[term.grader.name] = grades
         elif checks:
-            by_grader[checks[0].grader.name] = await checks[0].grader.grade(group, checks[0].options)
+            by_grader[checks[0].grader.name] = await checks[0].grader.grade(own, checks[0].options)
         models = [term for term in self._distinct() if term.grader.runs_model]
         if len(models) == 1:  # the usual case: no task to schedule
-            graded = [await models[0].grader.grade(group, models[0].options)]
+            graded = [await _grade_model(models[0], group)]
         else:
-            graded = await asyncio.gather(*(term.grader.grade(group, term.options) for term in models))
+            graded = await asyncio.gather(*(_grade_model(term, group) for term in models))
         by_grader.update((term.grader.name, grades) for term, grades in zip(models, graded, strict=True))
         run = next((grades.run for grades in graded if grades.run is not None), None)
+        if group.canary is not None:
+            await self._grade_canary_alone(group, by_grader)
         answers = [self._answer(answer.id, by_grader) for answer in group.answers]
-        return GradedGroup(answers, run)
+        canary = None if group.canary is None else self._answer(group.canary.id, by_grader)
+        return GradedGroup(answers, run, canary)
+
+    async def _grade_canary_alone(self, group: Group, by_grader: dict[str, GroupGrades]) -> None:
+        """Grade the canary with every grader that was not shown it, as a group of its own, and add its
+        grade to theirs. A grader's failure on the canary leaves the canary unscored, never the group."""
+        alone = group.canary_alone()
+        canary_id = alone.answers[0].id
+        terms = [term for term in self._distinct() if not sees_canary(term.grader)]
+        graded = await asyncio.gather(
+            *(term.grader.grade(alone, term.options) for term in terms), return_exceptions=True
+        )
+        for term, grades in zip(terms, graded, strict=True):
+            if isinstance(grades, Exception):
+                failed = AnswerGrade(None, f"the grader failed on the canary: {grades}")
+                by_grader[term.grader.name].grades[canary_id] = failed
+            elif isinstance(grades, BaseException):
+                raise grades
+            else:
+                by_grader[term.grader.name].grades.update(grades.grades)
 
     def _distinct(self) -> list[Term]:
         return list({term.grader.name: term for term in reversed(self.terms)}.values())[::-1]
@@ -108,6 +143,12 @@ class GradingPlan:
                 "error": explanation if score is None else None,
             }
         )
+
+
+async def _grade_model(term: Term, group: Group) -> GroupGrades:
+    """A model grader's grades: shown the canary among the answers if it compares them, else without it."""
+    shown = group if sees_canary(term.grader) else group.without_canary()
+    return await term.grader.grade(shown, term.options)
 
 
 def _own_result(answer_id: str, grade: AnswerGrade) -> AnswerResult:

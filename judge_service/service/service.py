@@ -1,7 +1,8 @@
 """Orchestration of one group: grading plan -> graders -> store -> metrics.
 
-Reads top to bottom: `grade` -> `_once` (idempotency) -> `_grade` (plan, grade, store, observe). What a
-grader does (the LLM judge's orders, admission, backend calls, parsing) lives in judging/.
+Reads top to bottom: `grade` -> `_once` (idempotency) -> `_grade` (plan, canary, grade, store, observe).
+What a grader does (the LLM judge's orders, admission, backend calls, parsing) lives in judging/; the
+canary answers and the length-bias figure that watch a run for reward hacking, in watch/.
 """
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ from judge_service.schemas import (
 from judge_service.service.idempotency import GradeFn, IdempotencyGuard, ScopedKey
 from judge_service.service.regrade import regraded_request
 from judge_service.store.base import IdempotencyKey, JudgementStore
+from judge_service.watch.canaries import Canary, CanaryPolicy
+from judge_service.watch.canaries import result as canary_result
+from judge_service.watch.length_bias import length_bias
 
 UNSAVED_KEPT = 1_000  # judgements kept for the retry of a failed save (see _store_and_observe)
 
@@ -54,8 +58,10 @@ class JudgeService:
         store: JudgementStore,
         metrics: JudgeMetrics,
         idempotency_lease_s: float = 30.0,
+        canaries: CanaryPolicy | None = None,
     ) -> None:
         self._graders = graders
+        self._canaries = canaries or CanaryPolicy()
         self._store = store
         self._metrics = metrics
         self._idempotency = IdempotencyGuard(store, metrics, lease_s=idempotency_lease_s)
@@ -85,6 +91,7 @@ class JudgeService:
         request: JudgeRequest,
         *,
         regrade_of: str | None = None,
+        regraded: StoredJudgement | None = None,
         idempotency: IdempotencyKey | None = None,
     ) -> JudgeResponse:
         if idempotency is not None:  # judged before, but its save failed: store it now
@@ -94,7 +101,13 @@ class JudgeService:
         started = time.perf_counter()
         judgement_id = uuid.uuid4().hex
         plan = self._graders.plan(request)  # 422 for an unknown grader
-        graded = await plan.grade(Group.of(request, judgement_id))
+        # A regrade judges the canary its judgement had (or none); a new group may draw one.
+        canary = Canary.of(regraded) if regraded else self._canaries.choose(request, judgement_id)
+        group = Group.of(request, judgement_id, canary=None if canary is None else canary.answer)
+        graded = await plan.grade(group)
+        canaries = None
+        if canary is not None and graded.canary is not None:
+            canaries = [canary_result(canary, graded.canary, graded.answers)]
         stored = StoredJudgement(
             judgement_id=judgement_id,
             created_at=datetime.now(UTC),
@@ -107,6 +120,8 @@ class JudgeService:
             request=request,
             grader_fingerprint=self._fingerprints.of(plan),
             regrade_of=regrade_of,
+            length_bias=length_bias(request.answers, graded.answers),
+            canaries=canaries,
             **_model_run_fields(graded.run, total_ms=(time.perf_counter() - started) * 1000),
         )
         return await self._store_and_observe(stored, idempotency)
@@ -185,7 +200,7 @@ class JudgeService:
             new = await self._once(
                 regraded_request(old, overrides),
                 _scoped(idempotency_key, caller, regrade_of=old_id),
-                functools.partial(self._grade, regrade_of=old_id),
+                functools.partial(self._grade, regrade_of=old_id, regraded=old),
             )
         except JudgeServiceError as exc:
             return RegradeItem(regrade_of=old_id, error=_error_body(exc))
@@ -243,6 +258,15 @@ class JudgeService:
             m.unscored_answers.labels(grader=judgement.grader).inc(unscored)
         if judgement.order_sensitivity is not None:
             m.order_sensitivity.observe(judgement.order_sensitivity)
+        if judgement.length_bias is not None:
+            m.length_bias.observe(judgement.length_bias)
+        for canary in judgement.canaries or ():
+            if canary.score is not None:
+                m.canary_score.labels(kind=canary.kind).observe(canary.score)
+            if canary.outranked is not None:
+                m.canary_groups.labels(kind=canary.kind).inc()
+                if canary.outranked:
+                    m.canary_outranked.labels(kind=canary.kind).inc()
 
 
 def _scoped(

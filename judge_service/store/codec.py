@@ -25,12 +25,13 @@ _POSITION_RE = re.compile(r"[1-9][0-9]{0,18}")
 
 
 # The judgements table's columns a save writes, in the order `row` gives them (both stores' INSERT); the
-# last ones are the summary the run views aggregate (migration m005, store/run_views.py).
+# last ones are the summary the run views aggregate (migrations m005 and m007, store/run_views.py).
 ROW_COLUMNS = (
     "judgement_id, created_at, run_id, step, group_key, grader,"
     " judge_model, prompt_version, status, doc, idempotency_key, request_hash,"
     " grader_fingerprint, regrade_of, answers, scored, score_sum, score_sq, flat,"
-    " order_sensitivity, prompt_tokens, completion_tokens, judge_ms"
+    " order_sensitivity, prompt_tokens, completion_tokens, judge_ms,"
+    " canary_kind, canary_outranked, length_bias"
 )
 ROW_WIDTH = ROW_COLUMNS.count(",") + 1
 
@@ -62,7 +63,8 @@ def row(judgement: StoredJudgement, idempotency: IdempotencyKey | None) -> tuple
 def summary(judgement: StoredJudgement) -> tuple[object, ...]:
     """The judgement's figures for the run views: fingerprint, regrade_of, answers, scored, sum and sum
     of squares of the scores, flat (>= 2 scored, all equal; None below 2), order sensitivity, tokens,
-    judge ms."""
+    judge ms (m005); the canary's kind and whether it outranked the group, and the length bias (m007)."""
+    canary = judgement.canaries[0] if judgement.canaries else None
     scores = [a.score for a in judgement.answers if a.score is not None]
     flat = len({round(s, 6) for s in scores}) == 1 if len(scores) >= 2 else None
     return (
@@ -77,6 +79,9 @@ def summary(judgement: StoredJudgement) -> tuple[object, ...]:
         judgement.usage.prompt_tokens,
         judgement.usage.completion_tokens,
         judgement.timings.judge_ms,
+        None if canary is None else canary.kind,
+        None if canary is None else canary.outranked,
+        judgement.length_bias,
     )
 
 

@@ -50,6 +50,13 @@ _SUMMARY_COLUMNS_SQL = (
 )
 
 
+_WATCH_COLUMNS_SQL = (
+    "ALTER TABLE judgements ADD COLUMN canary_kind TEXT;\n"
+    "ALTER TABLE judgements ADD COLUMN canary_outranked BOOLEAN;\n"
+    "ALTER TABLE judgements ADD COLUMN length_bias DOUBLE PRECISION;"
+)
+
+
 _LABELS_SQL = """
 CREATE TABLE human_labels (
     judgement_id TEXT NOT NULL,
@@ -264,6 +271,16 @@ MIGRATIONS: tuple[Migration, ...] = (
         {
             SQLITE: _LABELS_SQL,
             POSTGRES: _LABELS_SQL,
+        },
+    ),
+    # The run watch's per-judgement figures (judge_service/watch/): the canary's kind and whether it
+    # outranked its group, and the length bias. Judgements stored before had no canary; their length bias
+    # stays null (a rank correlation per document is no job for a migration's SQL).
+    Migration(
+        "m007_watch_summaries",
+        {
+            SQLITE: _WATCH_COLUMNS_SQL,
+            POSTGRES: _WATCH_COLUMNS_SQL,
         },
     ),
 )

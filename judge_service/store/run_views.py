@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from judge_service.schemas import (
+    CANARY_KINDS,
     FingerprintCount,
     HumanLabels,
     JudgementPage,
@@ -74,13 +75,24 @@ def run_details_sql(p: str, runs: int) -> tuple[str, str]:
     return fingerprints, last_step
 
 
+# Per canary kind: canaries with an outcome, and those that outranked their group (the kinds are the
+# schema's own literals, never caller text).
+_CANARY_KIND_SUMS = "".join(
+    f", SUM(CASE WHEN canary_kind = '{kind}' AND canary_outranked IS NOT NULL THEN 1 ELSE 0 END)"
+    f", SUM(CASE WHEN canary_kind = '{kind}' AND canary_outranked THEN 1 ELSE 0 END)"
+    for kind in CANARY_KINDS
+)
+
+
 def steps_sql(p: str, *, fingerprint: bool, until: bool) -> str:
     return (
         "SELECT step, COUNT(*), SUM(answers), SUM(scored), SUM(score_sum), SUM(score_sq),"
         " SUM(CASE WHEN flat THEN 1 ELSE 0 END), COUNT(flat),"
         " AVG(order_sensitivity), COUNT(order_sensitivity),"
-        " AVG(prompt_tokens), AVG(completion_tokens), AVG(judge_ms), MAX(created_at)"
-        f" FROM judgements WHERE run_id = {p} AND step IS NOT NULL AND step > {p}"
+        " AVG(prompt_tokens), AVG(completion_tokens), AVG(judge_ms), MAX(created_at),"
+        " AVG(length_bias), COUNT(canary_outranked), SUM(CASE WHEN canary_outranked THEN 1 ELSE 0 END)"
+        + _CANARY_KIND_SUMS
+        + f" FROM judgements WHERE run_id = {p} AND step IS NOT NULL AND step > {p}"
         + (f" AND step <= {p}" if until else "")
         + (f" AND grader_fingerprint = {p}" if fingerprint else "")
         + f" GROUP BY step ORDER BY step LIMIT {p}"
@@ -160,7 +172,8 @@ def run_steps(run_id: str, rows: Sequence[Sequence[Any]], limit: int) -> RunStep
     items = []
     for row in rows[:limit]:
         (step, groups, answers, scored, total, squares, flats, flat_known) = row[:8]
-        (sensitivity, sensitivity_n, prompt_tokens, completion_tokens, judge_ms, last_activity) = row[8:]
+        (sensitivity, sensitivity_n, prompt_tokens, completion_tokens, judge_ms, last_activity) = row[8:14]
+        (bias, canaries, outranked), by_kind = row[14:17], row[17:]
         mean = _ratio(total, scored)
         spread = None
         if mean is not None and squares is not None:
@@ -178,6 +191,14 @@ def run_steps(run_id: str, rows: Sequence[Sequence[Any]], limit: int) -> RunStep
                 prompt_tokens=_round(prompt_tokens),
                 completion_tokens=_round(completion_tokens),
                 judge_ms=_round(judge_ms),
+                canary_groups=int(canaries or 0),
+                canary_outrank_share=_round(_ratio(outranked, canaries)),
+                canary_outrank_by_kind={
+                    kind: round(float(by_kind[2 * i + 1]) / float(by_kind[2 * i]), 6)
+                    for i, kind in enumerate(CANARY_KINDS)
+                    if by_kind[2 * i]
+                },
+                length_bias=_round(bias),
                 last_activity=last_activity,
             )
         )

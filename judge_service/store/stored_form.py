@@ -56,6 +56,12 @@ class AnswerResultV1(_Stored):
     error: str | None = None
 
 
+class CanaryResultV1(AnswerResultV1):
+    kind: str
+    text: str
+    outranked: bool | None = None
+
+
 class UsageV1(_Stored):
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -99,16 +105,18 @@ class StoredJudgementV1(_Stored):
     order_sensitivity: float | None = None
     grader_fingerprint: str | None = None
     regrade_of: str | None = None
+    length_bias: float | None = None
     request: dict[str, Any]
     raw_outputs: list[str]
     thinking: list[ThinkingAttemptV1] | None = None
+    canaries: list[CanaryResultV1] | None = None
 
 
 # Wire fields that are not stored, by wire model (none yet: every field the service answers is kept).
 NOT_STORED: dict[str, frozenset[str]] = {}
 
 # What a page item (JudgeResponse) leaves out of the document: only GET /v1/judgements/{id} returns these.
-STORED_ONLY = frozenset({"request", "raw_outputs", "thinking"})
+STORED_ONLY = frozenset({"request", "raw_outputs", "thinking", "canaries"})
 
 
 def _field_tree(model: type[BaseModel]) -> dict[str, Any]:
@@ -144,12 +152,15 @@ def _is_container(annotation: Any) -> bool:
 
 
 _STORED_TREE = _field_tree(StoredJudgementV1)
+_STORED_TREE_NO_CANARIES = {name: value for name, value in _STORED_TREE.items() if name != "canaries"}
 
 
 def document(judgement: StoredJudgement) -> str:
     """The JSON a store writes for a judgement: the wire judgement's fields that the stored form declares
     (the dump runs in pydantic's core; tests/store/test_stored_forms.py checks it equals the stored
-    model's own dump)."""
+    model's own dump). A judgement without canaries is stored without the key, as before canaries."""
+    if judgement.canaries is None:
+        return judgement.model_dump_json(include=_STORED_TREE_NO_CANARIES)
     return judgement.model_dump_json(include=_STORED_TREE)
 
 

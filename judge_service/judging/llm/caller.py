@@ -206,8 +206,12 @@ class JudgeCaller:
         decoding: Decoding = "group",
         reason_language: str | None = None,
         thinking: ThinkingMode = OFF,
+        alone: str | None = None,
     ) -> list[JudgeCall]:
-        """Render one order's call(s) and check each fits the judge's context window (before queueing)."""
+        """Render one order's call(s) and check each fits the judge's context window (before queueing).
+
+        `alone`: an answer (a canary) that the per-answer decoding shows only in its own prompt, so the
+        other answers are marked as if it were not there; one group prompt shows it to all."""
         s = self._settings
         names = [c.name for c in criteria]
         ids = [a.id for a in answers]
@@ -221,6 +225,12 @@ class JudgeCaller:
             call = await self._call(prompt, schema, ids, len(names), request_id, group_id, None, thinking)
             return [call]
         prompts = self._renderer.render_per_answer(group)
+        if alone is not None:
+            others = replace(group, answers=[a for a in answers if a.id != alone])
+            without = iter(self._renderer.render_per_answer(others))
+            prompts = [
+                prompt if i == alone else next(without) for prompt, i in zip(prompts, ids, strict=True)
+            ]
         schema = answer_schema(names, s.reason_max_chars, reason_words=s.reason_words)
         return list(
             await asyncio.gather(

@@ -55,6 +55,7 @@ class LLMJudge:
     """Grader[JudgeOptions] (judging/base.py) over one judge backend."""
 
     runs_model = True
+    sees_canary = True  # the judge compares answers: a canary is shown among them (judging/base.py)
 
     def __init__(
         self,
@@ -131,12 +132,13 @@ class LLMJudge:
     async def grade(self, group: Group, options: JudgeOptions) -> GroupGrades:
         self._readiness.check_judging()
         criteria = list(options.criteria)
-        answer_ids = [a.id for a in group.answers]
+        shown = group.shown_answers()  # with the canary among them, if the group has one
+        answer_ids = [a.id for a in shown]
         # Position bias: the judge sees the answers in seeded shuffled order(s); marks come back by id.
         shuffle = self._caller.settings.shuffle_answers
         seed = options.seed if options.seed is not None else order_seed(group.judgement_id)
         orders = shown_orders(answer_ids, seed=seed, count=options.orders, shuffle=shuffle)
-        by_id = {a.id: a for a in group.answers}
+        by_id = {a.id: a for a in shown}
         reason_language = _reason_language(options.reason_language, group)
         prepared = [
             await self._caller.prepare(
@@ -149,6 +151,7 @@ class LLMJudge:
                 decoding=options.decoding,
                 reason_language=reason_language,
                 thinking=options.thinking,
+                alone=None if group.canary is None else group.canary.id,
             )
             for i, order in enumerate(orders)
         ]
@@ -170,7 +173,9 @@ class LLMJudge:
             judge_ms=outcome.judge_ms,
             seed=seed if shuffle else None,
             orders=orders,
-            order_sensitivity=order_sensitivity(outcome.order_parses, {c.name: c.weight for c in criteria}),
+            order_sensitivity=order_sensitivity(
+                outcome.order_parses, {c.name: c.weight for c in criteria}, [a.id for a in group.answers]
+            ),
             thinking=outcome.thinking or None,
         )
         expected = options.score_from == "expected"

@@ -115,13 +115,16 @@ def criterion_score(
     return (outcome.parsed.marks[answer_id][criterion].mark - 1) / 4
 
 
-def order_sensitivity(parses: Sequence[ParsedJudgement], weights: Mapping[str, float]) -> float | None:
-    """Mean over answers marked in 2+ orders of max - min of their overall score; None below 2 orders."""
+def order_sensitivity(
+    parses: Sequence[ParsedJudgement], weights: Mapping[str, float], answer_ids: Sequence[str]
+) -> float | None:
+    """Mean over `answer_ids` marked in 2+ orders of max - min of their overall score (a canary's spread
+    is not the caller's figure); None below 2 orders."""
     if len(parses) < 2:
         return None
     total = sum(weights.values())
     spreads = []
-    for answer_id in dict.fromkeys(a for p in parses for a in p.marks):
+    for answer_id in answer_ids:
         overall = [
             sum((p.marks[answer_id][name].mark - 1) / 4 * w for name, w in weights.items()) / total
             for p in parses

@@ -68,5 +68,7 @@ def test_order_sensitivity_is_the_mean_spread_of_overall_scores() -> None:
     first = _parsed({"a": {"x": 5, "y": 5}, "b": {"x": 3, "y": 3}, "c": {"x": 1, "y": 1}})
     second = _parsed({"a": {"x": 1, "y": 5}, "b": {"x": 3, "y": 3}})
     # a: 1.0 vs (0 * 3 + 1 * 1) / 4 = 0.25 -> 0.75; b: 0; c: in one order only, left out.
-    assert order_sensitivity([first, second], weights) == pytest.approx(0.375)
-    assert order_sensitivity([first], weights) is None
+    assert order_sensitivity([first, second], weights, ["a", "b", "c"]) == pytest.approx(0.375)
+    assert order_sensitivity([first], weights, ["a", "b", "c"]) is None
+    # Only the answers asked about: a canary's spread is not the caller's figure.
+    assert order_sensitivity([first, second], weights, ["b"]) == 0.0
