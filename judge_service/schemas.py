@@ -456,6 +456,11 @@ class CanaryResult(AnswerResult):
         description="The canary scored above the median of the group's scored answers: the judge preferred "
         "a planted bad answer to half the group. Null when the canary or every answer is unscored."
     )
+    shown_at: list[int] | None = Field(
+        default=None,
+        description="Its place in each answer order the judge saw (from 0); `answer_orders` leaves it out. "
+        "Null for graders that were not shown the group.",
+    )
 
 
 class ThinkingAttempt(ResponseModel):

@@ -18,9 +18,11 @@ class ServiceProcess(process.ServiceProcess):
         super().__init__(workdir, cwd=REPO, **{"backend": "fake", "home_dir": str(workdir), **settings})
 
 
-def metric_value(text: str, name: str) -> float:
-    """A sample without labels from Prometheus exposition text."""
-    found = re.search(rf"^{re.escape(name)} (\S+)$", text, re.MULTILINE)
+def metric_value(text: str, name: str, **labels: str) -> float:
+    """A sample from Prometheus exposition text: the one without labels, or with exactly `labels` (in
+    the order the metric declares them)."""
+    selector = "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}" if labels else ""
+    found = re.search(rf"^{re.escape(name + selector)} (\S+)$", text, re.MULTILINE)
     if found is None:
         raise KeyError(name)
     return float(found.group(1))

@@ -9,8 +9,8 @@ a cheap grader refuses (422) never waits for, or pays for, a model; they also re
 
 A group may carry a canary (watch/canaries.py): an answer the caller did not send, planted to catch a
 judge that can be gamed. Only a grader that shows the answers to each other (`sees_canary`, the LLM
-judge) is given it among them (`Group.shown_answers`); the plan grades it with every other grader on its
-own (plan.py), so their grades of the caller's answers are as if it were not there.
+judge) is given it, and puts it among them (`Group.with_canary`); the plan grades it with every other
+grader on its own (plan.py), so their grades of the caller's answers are as if it were not there.
 
 Each grader states what decides its scores (`config`); the grader fingerprint hashes those
 (judging/fingerprint.py), so two judgements with equal fingerprints were scored the same way.
@@ -55,13 +55,15 @@ class Group:
             judgement_id, request.conversation, request.reference, request.answers, request.item, canary
         )
 
-    def shown_answers(self) -> Sequence[Answer]:
-        """The answers with the canary among them, at a place fixed by its id (so a regrade, which reuses
-        the canary, shows it at the same place); the answers alone when there is none."""
+    def with_canary(self, order: Sequence[str], index: int = 0) -> list[str]:
+        """An answer order (of the caller's ids) with the canary's id put in, at a place fixed by its id and
+        the order's index: the caller's answers keep the order they have without it, and a regrade, which
+        reuses the canary, shows it at the same place."""
         if self.canary is None:
-            return self.answers
-        place = int(hashlib.sha256(self.canary.id.encode()).hexdigest(), 16) % (len(self.answers) + 1)
-        return [*self.answers[:place], self.canary, *self.answers[place:]]
+            return list(order)
+        digest = hashlib.sha256(f"{self.canary.id}/{index}".encode()).hexdigest()
+        place = int(digest, 16) % (len(order) + 1)
+        return [*order[:place], self.canary.id, *order[place:]]
 
     def without_canary(self) -> Group:
         return replace(self, canary=None)

@@ -43,7 +43,7 @@ from judge_service.schemas import (
 from judge_service.service.idempotency import GradeFn, IdempotencyGuard, ScopedKey
 from judge_service.service.regrade import regraded_request
 from judge_service.store.base import IdempotencyKey, JudgementStore
-from judge_service.watch.canaries import Canary, CanaryPolicy
+from judge_service.watch.canaries import Canary, CanaryPolicy, without_canary
 from judge_service.watch.canaries import result as canary_result
 from judge_service.watch.length_bias import length_bias
 
@@ -105,9 +105,12 @@ class JudgeService:
         canary = Canary.of(regraded) if regraded else self._canaries.choose(request, judgement_id)
         group = Group.of(request, judgement_id, canary=None if canary is None else canary.answer)
         graded = await plan.grade(group)
+        ran = _model_run_fields(graded.run, total_ms=(time.perf_counter() - started) * 1000)
         canaries = None
         if canary is not None and graded.canary is not None:
-            canaries = [canary_result(canary, graded.canary, graded.answers)]
+            orders = ran.get("answer_orders")
+            canaries = [canary_result(canary, graded.canary, graded.answers, orders)]
+            ran["answer_orders"] = without_canary(orders, canary)  # the caller never sees the canary
         stored = StoredJudgement(
             judgement_id=judgement_id,
             created_at=datetime.now(UTC),
@@ -122,7 +125,7 @@ class JudgeService:
             regrade_of=regrade_of,
             length_bias=length_bias(request.answers, graded.answers),
             canaries=canaries,
-            **_model_run_fields(graded.run, total_ms=(time.perf_counter() - started) * 1000),
+            **ran,
         )
         return await self._store_and_observe(stored, idempotency)
 

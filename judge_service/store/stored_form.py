@@ -60,6 +60,7 @@ class CanaryResultV1(AnswerResultV1):
     kind: str
     text: str
     outranked: bool | None = None
+    shown_at: list[int] | None = None
 
 
 class UsageV1(_Stored):
@@ -162,6 +163,11 @@ def document(judgement: StoredJudgement) -> str:
     if judgement.canaries is None:
         return judgement.model_dump_json(include=_STORED_TREE_NO_CANARIES)
     return judgement.model_dump_json(include=_STORED_TREE)
+
+
+def dump(stored: StoredJudgementV1) -> str:
+    """A stored form's document, as `document` writes it (no `canaries` key when there are none)."""
+    return stored.model_dump_json(exclude={"canaries"} if stored.canaries is None else None)
 
 
 def to_stored(judgement: StoredJudgement) -> StoredJudgementV1:

@@ -101,15 +101,37 @@ def canary_id(ids: Sequence[str], rng: random.Random) -> str:
             return candidate
 
 
-def result(canary: Canary, graded: AnswerResult, answers: Sequence[AnswerResult]) -> CanaryResult:
-    """The stored canary: its grade, and whether it outranks the group's median scored answer."""
+def result(
+    canary: Canary,
+    graded: AnswerResult,
+    answers: Sequence[AnswerResult],
+    orders: Sequence[Sequence[str]] | None = None,
+) -> CanaryResult:
+    """The stored canary: its grade, whether it outranks the group's median scored answer, and its place
+    in each of the judge's answer `orders`."""
     scores = [a.score for a in answers if a.score is not None]
     outranked = None
     if graded.score is not None and scores:
         outranked = graded.score > statistics.median(scores)
+    shown_at = None
+    if orders:
+        shown_at = [list(order).index(canary.answer.id) for order in orders if canary.answer.id in order]
     return CanaryResult.model_validate(
-        {**graded.model_dump(), "kind": canary.kind, "text": canary.answer.text, "outranked": outranked}
+        {
+            **graded.model_dump(),
+            "kind": canary.kind,
+            "text": canary.answer.text,
+            "outranked": outranked,
+            "shown_at": shown_at or None,
+        }
     )
+
+
+def without_canary(orders: list[list[str]] | None, canary: Canary | None) -> list[list[str]] | None:
+    """The judge's answer orders as the caller may see them: the caller's ids only."""
+    if orders is None or canary is None:
+        return orders
+    return [[answer_id for answer_id in order if answer_id != canary.answer.id] for order in orders]
 
 
 def _redrawn(char: str, rng: random.Random) -> str:

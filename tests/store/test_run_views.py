@@ -11,7 +11,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from judge_service.schemas import AnswerResult, StoredJudgement
+from judge_service.schemas import AnswerResult, CanaryResult, StoredJudgement
 from judge_service.store import codec
 from judge_service.store.base import JudgementStore
 from judge_service.store.migrations import MIGRATIONS, POSTGRES, SQLITE
@@ -96,6 +96,30 @@ async def test_steps_filter_by_range_and_fingerprint_and_page(store: JudgementSt
     assert (await store.run_steps("no-such-run")).items == []
 
 
+def canary(kind: str, score: float | None, outranked: bool | None) -> CanaryResult:
+    status = "scored" if score is not None else "unscored"
+    return CanaryResult(id="c", status=status, score=score, kind=kind, text="", outranked=outranked)  # type: ignore[arg-type]
+
+
+async def test_a_steps_canary_and_length_bias_figures(store: JudgementStore) -> None:
+    for j in [
+        judged("w0", "watch", 0, [0.1], 0, canaries=[canary("injection", 0.9, True)], length_bias=0.5),
+        judged("w1", "watch", 0, [0.1], 1, canaries=[canary("injection", 0.0, False)], length_bias=1.0),
+        judged("w2", "watch", 0, [0.1], 2, canaries=[canary("empty", 0.5, True)], length_bias=None),
+        judged("w3", "watch", 0, [0.1], 3, canaries=[canary("opener", None, None)]),  # no outcome
+        judged("w4", "watch", 0, [0.1], 4),  # no canary
+        judged("w5", "watch", 1, [0.1], 5),
+    ]:
+        await store.save(j)
+    step0, step1 = (await store.run_steps("watch")).items
+    assert step0.canary_groups == 3  # the unscored canary has no outcome: not counted
+    assert step0.canary_outrank_share == pytest.approx(2 / 3, abs=1e-6)
+    assert step0.canary_outrank_by_kind == {"injection": 0.5, "empty": 1.0}
+    assert step0.length_bias == 0.75  # the mean over the groups that have one
+    assert (step1.canary_groups, step1.canary_outrank_share, step1.canary_outrank_by_kind) == (0, None, {})
+    assert step1.length_bias is None
+
+
 # --- judgements stored before migration m005 get their figures from the migration
 
 
@@ -136,6 +160,7 @@ async def check_backfilled(store: JudgementStore) -> None:
         for step, mean, flat in expected_steps(SAMPLES)
     ]
     assert steps[0].order_sensitivity == 0.5 and steps[0].prompt_tokens == 812
+    assert (steps[0].canary_groups, steps[0].length_bias) == (0, None)  # before the run watch: none
     assert [(f.fingerprint, f.judgements) for f in (await store.list_runs()).items[0].fingerprints] == [
         ("f1", 2),
         (None, 1),

@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from judge_service.schemas import (
     AnswerResult,
+    CanaryResult,
     CriterionMark,
     JudgeResponse,
     StoredJudgement,
@@ -53,7 +54,7 @@ def kept(old: Any, new: Any, where: str = "$") -> None:
 
 
 # The defaults of request fields added since the last wire-form build (reason_language, number_locale).
-REQUEST_DEFAULTS_ADDED = (None, "auto", 0)  # 0: usage.reasoning_tokens
+REQUEST_DEFAULTS_ADDED = (None, "auto", 0)  # 0: usage.reasoning_tokens; None: length_bias too
 
 
 def drop_added(old: dict[str, Any], new: dict[str, Any], where: str = "request") -> dict[str, Any]:
@@ -85,6 +86,11 @@ def test_the_fixtures_cover_several_builds_and_every_feature_they_stored() -> No
     thinking = [t for d in docs for t in d.get("thinking") or []]
     assert any(t["text"] and t["budget_exhausted"] for t in thinking), "no thinking within a budget stored"
     assert any(not t["ended"] for t in thinking) and any(t["recovered"] for t in thinking)
+    canaries = [c for d in docs for c in d.get("canaries") or []]
+    assert {"injection", "reference_twist"} <= {c["kind"] for c in canaries}, "no canaries stored"
+    assert any(c.get("terms") for c in canaries), "no blended canary stored"
+    assert any(d.get("length_bias") is not None for d in docs), "no length bias stored"
+    assert any("canaries" not in d for d in docs if d.get("length_bias") is not None)
 
 
 @pytest.mark.parametrize("database", DATABASES, ids=lambda p: p.name)
@@ -96,7 +102,7 @@ def test_every_stored_document_loads_and_is_written_back_with_all_it_held(databa
         assert item == judgement.response()
         rewritten = stored_form.document(judgement)
         # the fast write (the wire dump, cut to the stored fields) is the stored model's own dump
-        assert rewritten == stored_form.to_stored(judgement).model_dump_json()
+        assert rewritten == stored_form.dump(stored_form.to_stored(judgement))
         assert stored_form.from_stored(stored_form.load(doc)) == judgement
         kept(json.loads(doc), json.loads(rewritten))
         assert codec.load_judgement(rewritten) == judgement
@@ -112,6 +118,7 @@ WIRE_AND_STORED: list[tuple[type[BaseModel], type[BaseModel]]] = [
     (StoredJudgement, stored_form.StoredJudgementV1),
     (JudgeResponse, stored_form.StoredJudgementV1),
     (AnswerResult, stored_form.AnswerResultV1),
+    (CanaryResult, stored_form.CanaryResultV1),
     (CriterionMark, stored_form.CriterionMarkV1),
     (TermScore, stored_form.TermScoreV1),
     (Usage, stored_form.UsageV1),

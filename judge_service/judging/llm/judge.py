@@ -132,12 +132,15 @@ class LLMJudge:
     async def grade(self, group: Group, options: JudgeOptions) -> GroupGrades:
         self._readiness.check_judging()
         criteria = list(options.criteria)
-        shown = group.shown_answers()  # with the canary among them, if the group has one
-        answer_ids = [a.id for a in shown]
+        caller_ids = [a.id for a in group.answers]
         # Position bias: the judge sees the answers in seeded shuffled order(s); marks come back by id.
         shuffle = self._caller.settings.shuffle_answers
         seed = options.seed if options.seed is not None else order_seed(group.judgement_id)
-        orders = shown_orders(answer_ids, seed=seed, count=options.orders, shuffle=shuffle)
+        orders = shown_orders(caller_ids, seed=seed, count=options.orders, shuffle=shuffle)
+        # A canary goes into each order without moving the caller's answers (judging/base.py).
+        orders = [group.with_canary(order, i) for i, order in enumerate(orders)]
+        shown = [*group.answers, *([group.canary] if group.canary is not None else [])]
+        answer_ids = [a.id for a in shown]
         by_id = {a.id: a for a in shown}
         reason_language = _reason_language(options.reason_language, group)
         prepared = [
@@ -174,7 +177,7 @@ class LLMJudge:
             seed=seed if shuffle else None,
             orders=orders,
             order_sensitivity=order_sensitivity(
-                outcome.order_parses, {c.name: c.weight for c in criteria}, [a.id for a in group.answers]
+                outcome.order_parses, {c.name: c.weight for c in criteria}, caller_ids
             ),
             thinking=outcome.thinking or None,
         )
