@@ -18,6 +18,7 @@ from judge_service.schemas import (
     Thinking,
     ThinkingBudget,
     ThinkingSwitch,
+    parse_canary_kinds,
 )
 from judge_service.store.urls import check_url, is_postgres
 
@@ -367,7 +368,10 @@ class Settings(BaseSettings):
     @classmethod
     def _known_canary_kinds(cls, value: str | None) -> str | None:
         if value is not None:
-            parse_canary_kinds(value)  # ValueError says what is accepted
+            try:
+                parse_canary_kinds(value)
+            except ValueError as exc:
+                raise ValueError(f"JUDGE_CANARY_KINDS: {exc}") from None
         return value
 
     @field_validator("chat_template", "reasoning_parser_plugin")
@@ -440,18 +444,6 @@ class Settings(BaseSettings):
 
     def resolved_prompts_dir(self) -> Path:
         return self.prompts_dir or PACKAGED_PROMPTS
-
-
-def parse_canary_kinds(value: str) -> tuple[CanaryKind, ...]:
-    """JUDGE_CANARY_KINDS: kinds separated by commas, at least one."""
-    names = [name.strip() for name in value.split(",") if name.strip()]
-    unknown = [name for name in names if name not in CANARY_KINDS]
-    if unknown or not names:
-        raise ValueError(
-            f"JUDGE_CANARY_KINDS must name canary kinds separated by commas, from {', '.join(CANARY_KINDS)}; "
-            f"got {value!r}"
-        )
-    return tuple(kind for kind in CANARY_KINDS if kind in names)
 
 
 def parse_thinking(value: str) -> Thinking:

@@ -32,7 +32,14 @@ import httpx
 from judge_service.client import ApiKeyRefused, AsyncJudgeClient, JudgeClientError, RetryPolicy
 from judge_service.quality.agreement import JudgementIndex, agreement, labels_from_jsonl
 from judge_service.quality.calibration import calibrate, groups_from_jsonl
-from judge_service.schemas import AgreementReport, AgreementRequest, CalibrationReport, CalibrationRequest
+from judge_service.schemas import (
+    CANARY_KINDS,
+    AgreementReport,
+    AgreementRequest,
+    CalibrationReport,
+    CalibrationRequest,
+    parse_canary_kinds,
+)
 from judge_service.tools import eval as eval_tool
 from judge_service.tools.eval_data import FORMATS, read_groups
 from judge_service.tools.judge_file import judge_file
@@ -131,6 +138,14 @@ def _add_eval(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     ev.add_argument("--orders", type=int, help="answer orders judged per group (1-4)")
     ev.add_argument("--reason-language", help="language of the judge's reasons (a code or auto)")
     ev.add_argument("--pointwise", action="store_true", help="judge each answer alone (a group of one)")
+    ev.add_argument(
+        "--canaries",
+        nargs="?",
+        const="all",
+        metavar="KINDS",
+        help="also judge every group once per canary kind (all, or kinds separated by commas: "
+        f"{', '.join(CANARY_KINDS)}) and print the robustness table",
+    )
     ev.add_argument(
         "--set",
         action="append",
@@ -289,12 +304,25 @@ def eval_configurations(args: argparse.Namespace) -> list[eval_tool.Configuratio
     return [eval_tool.Configuration(args.name, request, args.pointwise)]
 
 
+def canary_kinds(value: str | None) -> list[str]:
+    """--canaries: none, "all", or kinds separated by commas."""
+    if value is None:
+        return []
+    if value == "all":
+        return list(CANARY_KINDS)
+    try:
+        return list(parse_canary_kinds(value))
+    except ValueError as exc:
+        raise ValueError(f"--canaries: {exc}, or all") from None
+
+
 async def eval_command(args: argparse.Namespace, transport: Transport = None) -> int:
     configurations = eval_configurations(args)
     groups = read_groups(args.data, args.format, limit=args.limit, only_mixed=args.only_mixed)
     if not groups:
         raise ValueError(f"{args.data}: no groups")
     run_id = args.run_id or f"eval-{args.data.stem}"[:64]
+    kinds = canary_kinds(args.canaries)
     async with client_for(args, transport) as client:
         runs = await eval_tool.run_eval(
             client,
@@ -303,9 +331,12 @@ async def eval_command(args: argparse.Namespace, transport: Transport = None) ->
             run_id=run_id,
             concurrency=args.concurrency,
             progress=not args.no_progress,
+            canary_kinds=kinds,
         )
     reports = eval_tool.evaluate_runs(runs, seed=args.seed)
     sys.stdout.write(eval_tool.format_table(runs, reports) + "\n")
+    if kinds:
+        sys.stdout.write("\n" + eval_tool.format_robustness_table(runs) + "\n")
     failed = sum(len(run.failed) for run in runs)
     if failed:
         sys.stderr.write(f"{failed} group judgement(s) failed; their answers count as unscored\n")

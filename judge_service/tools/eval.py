@@ -10,6 +10,12 @@ show them and filter them by fingerprint. Figures and intervals: quality/evaluat
 
 The report (`--out`) holds, per configuration, its request, every figure with its interval, and every
 group's judgement ids and (label, score) per answer, from which any figure can be recomputed.
+
+With `--canaries` every group is also judged once per canary kind, with that canary planted
+(`canaries: [kind]`), and the canary's score read back from the stored judgement: the robustness table
+(quality/robustness.py) says per kind and configuration how often the planted answer outranks the group's
+median answer and its best correct one. Point-wise configurations judge no canaries (a canary is judged
+beside a group).
 """
 
 from __future__ import annotations
@@ -27,11 +33,13 @@ from tqdm import tqdm
 from judge_service.client import ApiKeyRefused, AsyncJudgeClient, JudgeClientError
 from judge_service.quality.evaluation import (
     BOOTSTRAP_ROUNDS,
+    Figure,
     JudgedAnswer,
     JudgedGroup,
     Report,
     evaluate,
 )
+from judge_service.quality.robustness import CanaryTrial, robustness
 from judge_service.schemas import JudgeResponse, canonical_json
 from judge_service.tools.eval_data import DataFormat, LabelledGroup
 
@@ -70,6 +78,7 @@ class ConfigurationRun:
     configuration: Configuration
     groups: list[JudgedGroup] = field(default_factory=list)
     failed: list[tuple[int, str]] = field(default_factory=list)  # (group index, why)
+    canary_trials: list[CanaryTrial] = field(default_factory=list)
 
 
 def idempotency_key(configuration: Configuration, body: dict[str, Any]) -> str:
@@ -101,13 +110,28 @@ async def run_eval(
     run_id: str,
     concurrency: int = 4,
     progress: bool = True,
+    canary_kinds: Sequence[str] = (),
 ) -> list[ConfigurationRun]:
     runs = [ConfigurationRun(c) for c in configurations]
-    work = [(g, step) for g in groups for step in range(len(configurations))]  # interleaved
+    kinds: list[str | None] = [None, *canary_kinds]
+    work = [  # interleaved: group 1 in every configuration (and with every canary), then group 2, ...
+        (g, step, kind)
+        for g in groups
+        for step, configuration in enumerate(configurations)
+        for kind in kinds
+        if kind is None or not configuration.pointwise
+    ]
     slots = asyncio.Semaphore(concurrency)
 
-    async def one(group: LabelledGroup, step: int) -> None:
+    async def one(group: LabelledGroup, step: int, kind: str | None) -> None:
         run = runs[step]
+        if kind is not None:
+            async with slots:
+                run.canary_trials.append(
+                    await _canary_trial(client, group, run, kind, run_id=run_id, step=step)
+                )
+            bar.update(1)
+            return
         async with slots:
             try:
                 replies = [
@@ -124,10 +148,42 @@ async def run_eval(
         bar.update(1)
 
     with tqdm(total=len(work), unit="group", desc="evaluating", disable=not progress or None) as bar:
-        await asyncio.gather(*(one(g, step) for g, step in work))
+        await asyncio.gather(*(one(g, step, kind) for g, step, kind in work))
     for run in runs:
         run.groups.sort(key=lambda g: g.index)
+        run.canary_trials.sort(key=lambda t: (t.index, canary_kinds.index(t.kind)))
     return runs
+
+
+async def _canary_trial(
+    client: AsyncJudgeClient,
+    group: LabelledGroup,
+    run: ConfigurationRun,
+    kind: str,
+    *,
+    run_id: str,
+    step: int,
+) -> CanaryTrial:
+    """The group judged with a canary of `kind`; the canary's score read from the stored judgement (a
+    kind that does not apply to the group leaves it without one: no score)."""
+    (body,) = bodies(group, run.configuration, run_id=run_id, step=step)
+    body = {**body, "canaries": [kind], "group_key": f"g{group.index}-canary-{kind}"}
+    try:
+        reply = await client.judge(body, idempotency_key=idempotency_key(run.configuration, body))
+        stored = await client.judgement(reply.judgement_id)
+    except ApiKeyRefused:
+        raise
+    except JudgeClientError as exc:  # the trial counts as not compared, never as a canary score of 0
+        run.failed.append((group.index, f"with a {kind} canary: {exc}"))
+        return CanaryTrial(group.index, kind, None, _unscored(group).answers)
+    canary = stored.canaries[0] if stored.canaries else None
+    return CanaryTrial(
+        group.index,
+        kind,
+        None if canary is None else canary.score,
+        judged(group, [reply]).answers,
+        reply.judgement_id,
+    )
 
 
 def judged(group: LabelledGroup, replies: Sequence[JudgeResponse]) -> JudgedGroup:
@@ -170,6 +226,7 @@ def report_document(
                     for name, f in report.figures.items()
                 },
                 "failed_groups": [{"group": index, "error": why} for index, why in run.failed],
+                **_robustness_document(run),
                 "items": [
                     {
                         "group": g.index,
@@ -183,6 +240,54 @@ def report_document(
             for step, (run, report) in enumerate(zip(runs, reports, strict=True))
         ],
     }
+
+
+def _robustness_document(run: ConfigurationRun) -> dict[str, Any]:
+    if not run.canary_trials:
+        return {}
+    figures = robustness(run.canary_trials)
+    return {
+        "robustness": {
+            kind: {
+                "trials": f.trials,
+                "compared": f.compared,
+                "with_correct": f.with_correct,
+                **{
+                    name: {"value": figure.value, "low": figure.low, "high": figure.high}
+                    for name, figure in (
+                        ("outranks_median", f.outranks_median),
+                        ("outranks_best_correct", f.outranks_best_correct),
+                        ("reaches_best_correct", f.reaches_best_correct),
+                    )
+                },
+            }
+            for kind, f in figures.items()
+        },
+        "canary_items": [
+            {"group": t.index, "kind": t.kind, "judgement_id": t.judgement_id, "canary_score": t.canary_score}
+            for t in run.canary_trials
+        ],
+    }
+
+
+def format_robustness_table(runs: Sequence[ConfigurationRun]) -> str:
+    """Per configuration and canary kind: groups compared, and how often the canary outranked the median
+    answer and the best correct one (quality/robustness.py)."""
+    header = ["configuration", "canary", "groups", "outranks median", "outranks best correct", "reaches it"]
+    rows = [header, ["---"] * len(header)]
+    for run in runs:
+        for kind, f in robustness(run.canary_trials).items():
+            cells = [run.configuration.name, kind, str(f.compared)]
+            for figure in (f.outranks_median, f.outranks_best_correct, f.reaches_best_correct):
+                cells.append(_share(figure))
+            rows.append(cells)
+    return "\n".join("| " + " | ".join(row) + " |" for row in rows)
+
+
+def _share(figure: Figure) -> str:
+    if figure.value is None or figure.low is None or figure.high is None:
+        return "-"
+    return f"{figure.value:.3f} [{figure.low:.3f}, {figure.high:.3f}]"
 
 
 TABLE_FIGURES = (

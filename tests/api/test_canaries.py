@@ -236,7 +236,7 @@ def test_bad_canaries_are_refused_with_what_to_send(client: TestClient, canaries
 
 
 def test_bad_canary_settings_are_refused_at_start() -> None:
-    with pytest.raises(ValueError, match="JUDGE_CANARY_KINDS must name canary kinds"):
+    with pytest.raises(ValueError, match="JUDGE_CANARY_KINDS: expected canary kinds"):
         Settings(backend="fake", canary_kinds="injection,nope")
     with pytest.raises(ValueError, match="canary_rate"):
         Settings(backend="fake", canary_rate=1.5)

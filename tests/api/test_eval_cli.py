@@ -127,3 +127,81 @@ def test_bad_input_is_a_clear_error(service: Any, tmp_path: Path) -> None:
     data.write_text('{"answers": [{"id": "a", "text": "x"}]}\n')
     code, _, errors = run_eval(service.url, "--data", str(data))
     assert code == 2 and "bad.jsonl:1" in errors and "label" in errors
+
+
+def test_the_robustness_table_of_a_judge_and_of_a_rule_grader(service: Any, tmp_path: Path) -> None:
+    data = tmp_path / "figures.jsonl"
+    with data.open("w") as out:
+        for g in range(4):
+            right, wrong = 10 + g, 50 + g
+            answers = [
+                {"id": "right", "text": f"It is {right}. {MARK_ANSWER.format(5)}", "label": True},
+                {"id": "wrong", "text": f"It is {wrong}. {MARK_ANSWER.format(1)}", "label": False},
+                {"id": "other", "text": f"Maybe {wrong + 1}. {MARK_ANSWER.format(2)}", "label": False},
+            ]
+            question = [{"role": "user", "content": f"How many items in box {g}?"}]
+            out.write(
+                json.dumps({"conversation": question, "reference": f"A: {right}", "answers": answers}) + "\n"
+            )
+    compare = tmp_path / "compare.json"
+    compare.write_text(
+        json.dumps(
+            [
+                {"name": "judge", "request": {"grader": "judge"}},
+                {"name": "numbers", "request": {"grader": "numbers"}},
+                {"name": "point-wise", "request": {"grader": "judge"}, "pointwise": True},
+            ]
+        )
+    )
+    code, table, errors = run_eval(
+        service.url,
+        "--data",
+        str(data),
+        "--compare",
+        str(compare),
+        "--canaries",
+        "injection,reference_twist,empty",
+        "--out",
+        str(tmp_path / "r.json"),
+    )
+    assert code == 0, errors
+    report = json.loads((tmp_path / "r.json").read_text())
+    judge, numbers, pointwise = report["configurations"]
+    assert "robustness" not in pointwise  # a canary is judged beside a group
+    assert list(judge["robustness"]) == ["injection", "empty", "reference_twist"]  # in CANARY_KINDS order
+    for configuration in (judge, numbers):
+        for kind, figures in configuration["robustness"].items():
+            assert figures["trials"] == figures["compared"] == figures["with_correct"] == 4, kind
+    # The rule grader checks the final figure: no canary ever reaches the right answer.
+    for figures in numbers["robustness"].values():
+        assert figures["outranks_best_correct"]["value"] == 0.0
+        assert figures["reaches_best_correct"]["value"] == 0.0
+    assert numbers["robustness"]["reference_twist"]["outranks_median"]["value"] == 0.0
+    # The fake judge marks canaries by their id's hash: the table agrees with the stored judgements.
+    for item in judge["canary_items"]:
+        stored = httpx.get(f"{service.url}/v1/judgements/{item['judgement_id']}").json()
+        (canary,) = stored["canaries"]
+        assert (canary["kind"], canary["score"]) == (item["kind"], item["canary_score"])
+        assert [a["id"] for a in stored["answers"]] == ["right", "wrong", "other"]
+    outranked = [
+        httpx.get(f"{service.url}/v1/judgements/{i['judgement_id']}").json()["canaries"][0]["outranked"]
+        for i in judge["canary_items"]
+        if i["kind"] == "injection"
+    ]
+    assert judge["robustness"]["injection"]["outranks_median"]["value"] == sum(outranked) / 4
+    assert (
+        "| judge | injection | 4 |" in table
+        and "| numbers | reference_twist | 4 | 0.000 [0.000, 0.490]" in table
+    )
+
+
+def test_canaries_that_do_not_apply_are_not_compared(service: Any, tmp_path: Path) -> None:
+    data = labelled(tmp_path / "plain.jsonl", 2, {True: 5, False: 1})  # references without a figure
+    code, _, errors = run_eval(
+        service.url, "--data", str(data), "--canaries", "reference_twist", "--out", str(tmp_path / "p.json")
+    )
+    assert code == 0, errors
+    figures = json.loads((tmp_path / "p.json").read_text())["configurations"][0]["robustness"]
+    assert figures["reference_twist"]["trials"] == 2 and figures["reference_twist"]["compared"] == 0
+    code, _, errors = run_eval(service.url, "--data", str(data), "--canaries", "nope")
+    assert code == 2 and "--canaries" in errors and "injection" in errors
