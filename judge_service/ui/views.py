@@ -50,6 +50,24 @@ def charts(steps: list[StepFigures]) -> list[dict[str, str]]:
             lower=0.0,
         ),
         chart(
+            "canary_outrank_share",
+            "Canaries outranking their group",
+            [s.canary_outrank_share for s in steps],
+            "Share of canary answers (planted bad answers) that scored above their group's median answer: "
+            "the judge can be gamed. " + _by_kind(steps),
+            lower=0.0,
+            upper=1.0,
+        ),
+        chart(
+            "length_bias",
+            "Length bias",
+            [s.length_bias for s in steps],
+            "Mean over groups of the rank correlation of answer length and score: near 1, longer answers "
+            "win whatever they say.",
+            lower=-1.0,
+            upper=1.0,
+        ),
+        chart(
             "judge_tokens",
             "Judge tokens per group",
             [_tokens(s) for s in steps],
@@ -66,6 +84,25 @@ def charts(steps: list[StepFigures]) -> list[dict[str, str]]:
             unit=" ms",
         ),
     ]
+
+
+def _by_kind(steps: list[StepFigures]) -> str:
+    """Each canary kind's share over the steps shown, weighted by the steps' canaries (the caption)."""
+    outranked: dict[str, float] = {}
+    for step in steps:
+        for kind, share in step.canary_outrank_by_kind.items():
+            outranked[kind] = outranked.get(kind, 0.0) + share
+    if not outranked:
+        return ""
+    shares = {
+        kind: total / sum(1 for s in steps if kind in s.canary_outrank_by_kind)
+        for kind, total in outranked.items()
+    }
+    return (
+        "By kind, mean over steps: "
+        + ", ".join(f"{kind} {share:.0%}" for kind, share in shares.items())
+        + "."
+    )
 
 
 def _tokens(step: StepFigures) -> float | None:

@@ -83,6 +83,7 @@ def group(step: int, index: int, **extra: Any) -> dict[str, Any]:
         "step": step,
         "group_key": f"prompt-{step}-{index}",
         "orders": 2 if index == 1 else 1,
+        "canaries": "on" if index == 0 else "off",  # one canary a step: the canary chart has every step
         **extra,
     }
 

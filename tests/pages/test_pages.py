@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from playwright.sync_api import Page, expect
 
 from judge_service.backends.fake import THINK_FOREVER
@@ -45,9 +46,18 @@ def test_the_run_page_plots_every_step_and_filters_by_range(
 ) -> None:
     page.goto(f"{filled['url']}/ui/runs/{RUN}")
     charts = page.locator("#charts figure")
-    expect(charts).to_have_count(6)
+    expect(charts).to_have_count(8)
     for key in ("mean_score", "flat_share", "unscored_share", "judge_tokens", "judge_ms"):
         expect(page.locator(f'figure[data-chart="{key}"] circle.point')).to_have_count(STEPS)
+    # The run watch: a canary in every step, and answers of different lengths in every group.
+    for key in ("canary_outrank_share", "length_bias"):
+        points = page.locator(f'figure[data-chart="{key}"] circle.point')
+        expect(points).to_have_count(STEPS)
+        steps = httpx.get(f"{filled['url']}/v1/runs/{RUN}/steps").json()["items"]
+        assert [float(v or "nan") for v in points.evaluate_all("ps => ps.map(p => p.dataset.value)")] == [
+            pytest.approx(s[key]) for s in steps
+        ]
+    expect(page.locator('figure[data-chart="canary_outrank_share"] figcaption')).to_contain_text("By kind")
     expect(page.locator('figure[data-chart="mean_score"] polygon.band')).to_have_count(1)
     # Order sensitivity exists only where a group was judged under two orders: every step has one.
     expect(page.locator('figure[data-chart="order_sensitivity"] circle.point')).to_have_count(STEPS)
@@ -273,3 +283,16 @@ def test_a_thinking_judges_thinking_is_folded_beside_each_attempt(page: Page, fi
     expect(text).to_contain_text('Draft: {"mark": 1')
     # The reply beside it is the JSON alone.
     expect(page.locator(".raw > .text").nth(1)).not_to_contain_text("Draft")
+
+
+def test_a_judgement_page_shows_its_canary_apart_from_the_answers(page: Page, filled: dict[str, Any]) -> None:
+    judgement_id = filled["ids"][3]  # step 1, the group with a canary
+    stored = httpx.get(f"{filled['url']}/v1/judgements/{judgement_id}").json()
+    (canary,) = stored["canaries"]
+    page.goto(f"{filled['url']}/ui/judgements/{judgement_id}")
+    kind, canary_id = canary["kind"], canary["id"]
+    row = page.locator(f'#canaries tr[data-kind="{kind}"]')
+    expect(row).to_have_count(1)
+    expect(row.locator(".outranked")).to_have_text("yes" if canary["outranked"] else "no")
+    expect(page.locator("#orders li").first).not_to_contain_text(canary_id)  # the orders are the caller's
+    expect(page.locator(f'[data-answer="{canary_id}"]')).to_have_count(0)
