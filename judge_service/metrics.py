@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Summary, generate_latest
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from judge_service.schemas import CANARY_KINDS
@@ -168,10 +168,11 @@ class JudgeMetrics:
         for kind in CANARY_KINDS:  # every kind shown from the start: rates and alerts see 0, not nothing
             self.canary_groups.labels(kind=kind)
             self.canary_outranked.labels(kind=kind)
-        self.length_bias = Histogram(
+        # A summary, not a histogram: prometheus_client drops a histogram's _sum when a bucket is negative,
+        # and the mean (_sum / _count) is what the alert and the dashboard read.
+        self.length_bias = Summary(
             "judge_length_bias",
             "Per group with 3+ scored answers: Spearman correlation of answer length and score",
-            buckets=(-1.0, -0.5, -0.2, 0.0, 0.2, 0.5, 0.8, 1.0),
             registry=r,
         )
 

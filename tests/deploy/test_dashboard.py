@@ -15,6 +15,7 @@ import pytest
 import vllm
 import yaml
 
+from judge_service.backends.fake import MARK_ANSWER
 from tests.deploy.conftest import DEPLOY, exported_names, metric_names, run, tool
 from tests.deploy.test_prometheus import alert_metric_names
 from tests.scaleout.fake_engine import MODEL
@@ -60,12 +61,15 @@ def test_every_expression_passes_promtool(tmp_path: Path) -> None:
 
 def test_dashboard_has_judge_router_and_vllm_rows() -> None:
     panels = json.loads(DASHBOARD.read_text())["panels"]
-    assert [p["title"] for p in panels if p["type"] == "row"] == ["Judge service", "Router", "vLLM engines"]
+    rows = [p["title"] for p in panels if p["type"] == "row"]
+    assert rows == ["Judge service", "Reward hacking watch", "Router", "vLLM engines"]
     names = set().union(*(metric_names(e) for e in expressions()))
     needed = {
         "judge_groups_total",
         "judge_group_seconds_bucket",
         "judge_queue_depth",
+        "judge_canary_outranked_total",
+        "judge_length_bias_sum",
         "vllm:kv_cache_usage_perc",
     }
     needed |= {"vllm:prefix_cache_hits_total", "vllm_router_processed_requests_total"}
@@ -93,6 +97,10 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> Iterator[set[str]]:
     try:
         for i in range(4):
             assert httpx.post(f"{service.url}/v1/judge", json=body(i, "x"), timeout=30).status_code == 200
+        # A group with a canary and answers of different lengths: the run watch's metrics get values.
+        answers = [{"id": f"a{j}", "text": MARK_ANSWER.format(j + 1) + " word" * j} for j in range(4)]
+        watched = {**body(5, "x"), "answers": answers, "canaries": "on"}
+        assert httpx.post(f"{service.url}/v1/judge", json=watched, timeout=30).status_code == 200
         engine.stop()
         assert httpx.post(f"{service.url}/v1/judge", json=body(9, "x"), timeout=60).status_code == 502
         names = exported_names(httpx.get(f"{service.url}/metrics").text)
