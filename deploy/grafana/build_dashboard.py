@@ -64,10 +64,12 @@ ROWS: list[tuple[str, list[tuple[str, str, list[tuple[str, str]]]]]] = [
                              " / sum by (kind) (increase(judge_canary_groups_total[30m]))"),
             ]),
             ("Canary scores (median), by kind", "short", [
-                ("{{kind}}", "histogram_quantile(0.5, sum by (le, kind) (rate(judge_canary_score_bucket[30m])))"),
+                ("{{kind}}", "histogram_quantile(0.5, sum by (le, kind) ("
+                             "rate(judge_canary_score_bucket[30m])))"),
             ]),
             ("Length bias (mean per group)", "short", [
-                ("length bias", "sum(rate(judge_length_bias_sum[30m])) / sum(rate(judge_length_bias_count[30m]))"),
+                ("length bias", "sum(rate(judge_length_bias_sum[30m]))"
+                                " / sum(rate(judge_length_bias_count[30m]))"),
             ]),
         ],
     ),
