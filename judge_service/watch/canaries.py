@@ -62,10 +62,10 @@ class CanaryPolicy:
         """The group's canary, or None: not chosen, or none of the allowed kinds applies to it (a reference
         with no figure or yes/no has no reference_twist: another allowed kind is drawn instead)."""
         asked = request.canaries
-        if asked == "off":
+        if asked == "off" or (asked is None and self.rate <= 0):
             return None
         rng = random.Random(judgement_id)
-        if asked is None and (self.rate <= 0 or rng.random() >= self.rate):
+        if asked is None and rng.random() >= self.rate:
             return None
         kinds = list(self.kinds if asked is None or asked == "on" else dict.fromkeys(asked))
         rng.shuffle(kinds)
