@@ -87,7 +87,8 @@ def charts(steps: list[StepFigures]) -> list[dict[str, str]]:
 
 
 def _by_kind(steps: list[StepFigures]) -> str:
-    """Each canary kind's share over the steps shown, weighted by the steps' canaries (the caption)."""
+    """Each canary kind's outrank share, the plain mean over the steps shown that had the kind (the
+    caption)."""
     outranked: dict[str, float] = {}
     for step in steps:
         for kind, share in step.canary_outrank_by_kind.items():

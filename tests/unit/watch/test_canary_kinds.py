@@ -5,21 +5,13 @@ from __future__ import annotations
 
 import random
 import re
-from pathlib import Path
 
 import pytest
 
 from judge_service.schemas import CANARY_KINDS, MAX_TEXT_CHARS, ChatMessage, JudgeRequest
 from judge_service.tools.eval_data import read_groups
 from judge_service.watch.canary_kinds import INJECTIONS, OPENERS, REFUSALS, build, padded, twisted
-
-GSM8K = (
-    Path(__file__).resolve().parents[4]
-    / "shared"
-    / "data"
-    / "gsm8k-model-solutions"
-    / "example_model_solutions.dev.jsonl"
-)
+from tests.unit.tools.test_eval_data import GSM8K  # the labelled file in ../shared/data
 
 
 def real_groups(n: int = 20) -> list[JudgeRequest]:
