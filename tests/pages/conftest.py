@@ -73,8 +73,10 @@ def group(step: int, index: int, **extra: Any) -> dict[str, Any]:
         {"id": f"extra-{step}-{index}", "text": "Ask your admin to share it."},
     ]
     conversation = "How do I share the quarterly report with a client?"
-    if (step, index) == (2, 0):
-        conversation += " " + LEAVE_ONE_UNSCORED  # one answer of this group ends unscored
+    if (step, index) == (2, GROUPS_PER_STEP - 1):
+        # One answer of this group ends unscored: the one the fake judge is shown first. Not a group with a
+        # canary, whose place in the order is drawn per judgement and which would sometimes be that answer.
+        conversation += " " + LEAVE_ONE_UNSCORED
     return {
         "conversation": [{"role": "user", "content": conversation}],
         "reference": "Open the report, click Share and pick the client.",
