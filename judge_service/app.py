@@ -78,6 +78,8 @@ def create_app(
                 reason_words=settings.resolved_reason_words(),
                 score_from=settings.score_from,
                 reason_language=settings.reason_language,
+                reasons=settings.reasons,
+                reason_sample_rate=settings.reason_sample_rate,
                 mark_logprobs=settings.mark_logprobs,
                 thinking=settings.resolved_thinking(),
                 reasoning_effort=settings.reasoning_effort,

@@ -125,6 +125,18 @@ class Settings(BaseSettings):
         description="The language the judge writes reasons in when a request names none: a language code, "
         "'auto' (the conversation's language), or None (no instruction: the judge's own choice).",
     )
+    reasons: Literal["inline", "none", "sample"] = Field(
+        default="inline",
+        description="Whether the judge writes a reason before each mark when a request names nothing: "
+        "'inline', 'none' (marks only; reasons on demand), or 'sample' (inline for a seeded share of groups, "
+        "JUDGE_REASON_SAMPLE_RATE).",
+    )
+    reason_sample_rate: float = Field(
+        default=0.1,
+        ge=0,
+        le=1,
+        description="With reasons 'sample': the share of groups judged with reasons (drawn by judgement id).",
+    )
     score_from: Literal["mark", "expected"] = Field(
         default="mark",
         description="What a criterion's score is made from when a request names nothing: the integer mark, "

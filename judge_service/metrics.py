@@ -145,6 +145,22 @@ class JudgeMetrics:
             registry=r,
         )
 
+        # Reasons (judging/llm/reasons.py, explain.py): groups judged with and without, and reasons
+        # written afterwards.
+        self.groups_by_reasons = Counter(
+            "judge_reasons_groups_total",
+            "Groups the LLM judge marked, by whether it wrote reasons with the marks (inline) or not (none)",
+            ["reasons"],
+            registry=r,
+        )
+        self.explained = Counter(
+            "judge_reasons_explained_total",
+            "Judgements whose reasons were written afterwards (POST /v1/judgements/{id}/reasons)",
+            registry=r,
+        )
+        for mode in ("inline", "none"):
+            self.groups_by_reasons.labels(reasons=mode)
+
         # Watching for reward hacking (watch/): canary answers and length bias.
         self.canary_groups = Counter(
             "judge_canary_groups_total",

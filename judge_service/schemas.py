@@ -37,6 +37,12 @@ SCORE_FROM_DESCRIPTION = (
     "probability-weighted mark, which breaks ties between equal integer marks (the integer mark stands "
     "in where the judge backend gives no log-probabilities). Default: JUDGE_SCORE_FROM."
 )
+Reasons = Literal["inline", "none", "sample"]
+REASONS_DESCRIPTION = (
+    "Whether the judge writes a reason before each mark: 'inline' (it does), 'none' (marks only: far fewer "
+    "tokens; reasons can be written later, POST /v1/judgements/{id}/reasons), 'sample' (inline for a "
+    "seeded share of groups, JUDGE_REASON_SAMPLE_RATE, none for the rest). Default: JUDGE_REASONS."
+)
 RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$"
 MAX_RUNS_PAGE = 500  # GET /v1/runs
 MAX_JUDGEMENTS_PAGE = 500  # GET /v1/runs/{run_id}/judgements (the clients page at it)
@@ -307,6 +313,7 @@ class JudgeRequest(StrictModel):
     decoding: Decoding | None = Field(default=None, description=DECODING_DESCRIPTION)
     score_from: ScoreFrom | None = Field(default=None, description=SCORE_FROM_DESCRIPTION)
     reason_language: ReasonLanguage | None = Field(default=None, description=REASON_LANGUAGE_DESCRIPTION)
+    reasons: Reasons | None = Field(default=None, description=REASONS_DESCRIPTION)
     thinking: Thinking | None = Field(default=None, description=THINKING_DESCRIPTION)
     reasoning_effort: ReasoningEffort | None = Field(default=None, description=REASONING_EFFORT_DESCRIPTION)
     item: Item | None = Field(default=None, description=ITEM_DESCRIPTION)
@@ -345,6 +352,7 @@ class MemberRequest(StrictModel):
     orders: int = Field(default=1, ge=1, le=MAX_ORDERS)
     decoding: Decoding | None = Field(default=None, description=DECODING_DESCRIPTION)
     score_from: ScoreFrom | None = Field(default=None, description=SCORE_FROM_DESCRIPTION)
+    reasons: Reasons | None = Field(default=None, description=REASONS_DESCRIPTION)
     thinking: Thinking | None = Field(default=None, description=THINKING_DESCRIPTION)
     reasoning_effort: ReasoningEffort | None = Field(default=None, description=REASONING_EFFORT_DESCRIPTION)
     item: Item | None = Field(default=None, description=ITEM_DESCRIPTION)
@@ -384,7 +392,10 @@ class CriterionMark(ResponseModel):
     score: float = Field(
         ge=0, le=1, description="(mark - 1) / 4, or (expected_mark - 1) / 4 when scored from expected marks"
     )
-    reason: str
+    reason: str | None = Field(
+        description="The judge's reason, written before the mark; null when judged with reasons 'none' "
+        "(the stored judgement's `explained` holds reasons written afterwards)."
+    )
 
 
 class TermScore(ResponseModel):
@@ -453,6 +464,11 @@ class JudgeResponse(ResponseModel):
         default=None, description="Hash of the grader configuration; equal means scored the same way."
     )
     regrade_of: str | None = Field(default=None, description="The judgement this one re-scores, if any.")
+    reasons: Literal["inline", "none"] | None = Field(
+        default=None,
+        description="Whether the judge wrote reasons with its marks ('inline') or marks only ('none'; "
+        "request field `reasons`); null without the judge.",
+    )
     length_bias: float | None = Field(
         default=None,
         description="Spearman correlation of answer length and score over the group's scored answers: near "
@@ -494,6 +510,22 @@ class ThinkingAttempt(ResponseModel):
     )
 
 
+class ExplainedReasons(ResponseModel):
+    """Reasons written after the judgement for its marks (POST /v1/judgements/{id}/reasons): the judge is
+    shown its own prompt and marks and asked why; the marks and scores never change."""
+
+    answers: dict[str, dict[str, str]] = Field(
+        description="Answer id -> criterion -> the reason for the mark the judgement gave."
+    )
+    failures: dict[str, str] = Field(
+        default_factory=dict, description="Answer id -> why no reasons were written for it."
+    )
+    judge_model: str
+    prompt_version: str = Field(description="The version of the prompt that asked for the reasons.")
+    usage: Usage
+    created_at: datetime
+
+
 class StoredJudgement(JudgeResponse):
     """What GET /v1/judgements/{id} returns: the result plus what produced it."""
 
@@ -507,6 +539,11 @@ class StoredJudgement(JudgeResponse):
     canaries: list[CanaryResult] | None = Field(
         default=None,
         description="The canary answers judged with the group (never among `answers`); null when none.",
+    )
+    explained: ExplainedReasons | None = Field(
+        default=None,
+        description="Reasons written afterwards for a judgement made without them (POST "
+        "/v1/judgements/{id}/reasons), kept apart from the judge's reply; null until asked.",
     )
 
     def response(self) -> JudgeResponse:
@@ -680,6 +717,7 @@ class RegradeRequest(StrictModel):
     orders: int | None = Field(default=None, ge=1, le=MAX_ORDERS)
     decoding: Decoding | None = Field(default=None, description=DECODING_DESCRIPTION)
     score_from: ScoreFrom | None = Field(default=None, description=SCORE_FROM_DESCRIPTION)
+    reasons: Reasons | None = Field(default=None, description=REASONS_DESCRIPTION)
     thinking: Thinking | None = Field(default=None, description=THINKING_DESCRIPTION)
     reasoning_effort: ReasoningEffort | None = Field(default=None, description=REASONING_EFFORT_DESCRIPTION)
     as_run_id: str | None = Field(

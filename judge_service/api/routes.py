@@ -18,6 +18,7 @@ from judge_service.schemas import (
     BatchJudgeRequest,
     BatchJudgeResponse,
     ErrorResponse,
+    ExplainedReasons,
     GraderList,
     JudgementPage,
     JudgeRequest,
@@ -93,6 +94,15 @@ async def list_graders(service: ServiceDep) -> GraderList:
 @router.get("/judgements/{judgement_id}", response_model=StoredJudgement, summary="One stored judgement")
 async def get_judgement(judgement_id: JudgementId, service: ServiceDep) -> StoredJudgement:
     return await service.get(judgement_id)
+
+
+@router.post(
+    "/judgements/{judgement_id}/reasons",
+    response_model=ExplainedReasons,
+    summary="Write reasons for a marks-only judgement's marks; the marks and scores never change",
+)
+async def explain_judgement(judgement_id: JudgementId, service: ServiceDep) -> ExplainedReasons:
+    return await service.explain(judgement_id)
 
 
 @router.get("/runs/{run_id}/judgements", response_model=JudgementPage, summary="A run's judgements, paged")

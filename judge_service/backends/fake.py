@@ -27,6 +27,7 @@ import re
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import replace
+from typing import Any
 
 from judge_service.backends.base import (
     THINKING_OFF,
@@ -179,6 +180,14 @@ class FakeBackend:
         return _marks(_criteria_by_id(request))
 
     def unscripted_reply(self, request: GenerationRequest) -> str:
+        """The reply the schema asks for: marks with reasons, marks only (a criterion's schema is the
+        mark), or, for a call continuing the judge's marks (explain.py), a reason per mark."""
+        if len(request.messages) >= 3 and request.messages[-2]["role"] == "assistant":
+            return _explained_reply(request)
+        text = self._reply_with_reasons(request)
+        return text if _wants_reasons(request) else _marks_only(text)
+
+    def _reply_with_reasons(self, request: GenerationRequest) -> str:
         if request.json_schema is not None and set(request.json_schema.get("properties", ())) == {"result"}:
             return _result_reply(request)  # an RFT score_model or label_model grader (judging/rft/model.py)
         if type(self).marks_for is not FakeBackend.marks_for:
@@ -226,7 +235,52 @@ CriteriaById = tuple[tuple[str, tuple[str, ...]], ...]
 
 
 _ANSWER_SHOWN = re.compile(r'<answer id="([^"]+)">')
-_MARK_DIGIT = re.compile(r'"mark": ([1-5])')
+# A mark's digit: after "mark" in a reply with reasons, after its criterion in a marks-only one.
+_MARK_DIGIT = re.compile(r'": ([1-5])(?=[,}])')
+
+
+def _wants_reasons(request: GenerationRequest) -> bool:
+    """False when the schema's criteria hold a bare mark (reasons "none")."""
+    schema = request.json_schema or {}
+    if request.answer_id is None and schema.get("required"):  # a group reply: one answer's object first
+        schema = schema["properties"][schema["required"][0]]
+    criteria = schema.get("properties") or {}
+    first: dict[str, Any] = next(iter(criteria.values()), {})
+    return first.get("type") != "integer"
+
+
+def _marks_only(text: str) -> str:
+    """A reply with reasons as the marks-only reply of the same marks."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+
+    def bare(node: object) -> object:
+        if isinstance(node, dict):
+            if set(node) == {"reason", "mark"}:
+                return node["mark"]
+            return {key: bare(inner) for key, inner in node.items()}
+        return node
+
+    return json.dumps(bare(value))
+
+
+def _explained_reply(request: GenerationRequest) -> str:
+    """Reasons for the marks in the judge's own reply (the message before the question)."""
+    marks = json.loads(request.messages[-2]["content"])
+    schema = request.json_schema or {}
+    if request.answer_id is not None:
+        return json.dumps({name: f"explains mark {marks[name]} for {name}" for name in schema["required"]})
+    return json.dumps(
+        {
+            answer_id: {
+                name: f"explains mark {marks[answer_id][name]} for {answer_id}/{name}"
+                for name in schema["properties"][answer_id]["required"]
+            }
+            for answer_id in schema["required"]
+        }
+    )
 
 
 def _criteria_by_id(request: GenerationRequest) -> CriteriaById:

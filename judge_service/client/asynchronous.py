@@ -18,6 +18,7 @@ from judge_service.schemas import (
     BatchItem,
     CalibrationReport,
     CalibrationRequest,
+    ExplainedReasons,
     FingerprintAgreement,
     JudgementPage,
     JudgeRequest,
@@ -79,6 +80,11 @@ class AsyncJudgeClient:
 
     async def judgement(self, judgement_id: str) -> StoredJudgement:
         return await self._send(calls.judgement(judgement_id))
+
+    async def explain(self, judgement_id: str) -> ExplainedReasons:
+        """Reasons for a marks-only judgement's marks, written once by its judge and stored; the marks
+        and scores do not change (POST /v1/judgements/{id}/reasons)."""
+        return await self._send(calls.explain(judgement_id))
 
     async def list_run(
         self,

@@ -23,6 +23,7 @@ from judge_service.schemas import (
     CalibrationReport,
     CalibrationRequest,
     ErrorBody,
+    ExplainedReasons,
     FingerprintAgreement,
     JudgementPage,
     JudgeRequest,
@@ -131,6 +132,10 @@ def member(request: MemberRequest | Mapping[str, Any]) -> Call[MemberResponse]:
 
 def judgement(judgement_id: str) -> Call[StoredJudgement]:
     return Call("GET", f"/v1/judgements/{judgement_id}", StoredJudgement.model_validate)
+
+
+def explain(judgement_id: str) -> Call[ExplainedReasons]:
+    return Call("POST", f"/v1/judgements/{judgement_id}/reasons", ExplainedReasons.model_validate)
 
 
 def run_page(run_id: str, *, step: int | None, limit: int, cursor: str | None) -> Call[JudgementPage]:

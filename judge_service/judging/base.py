@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 from judge_service.schemas import Answer, ChatMessage, JudgeRequest, ThinkingAttempt, Usage
 
@@ -111,6 +111,7 @@ class ModelRun:
     orders: list[list[str]] | None = None  # answer ids in the order shown, per order
     order_sensitivity: float | None = None
     thinking: list[ThinkingAttempt] | None = None  # one per attempt, beside raw_outputs, when it thought
+    reasons: Literal["inline", "none"] | None = None  # whether the judge wrote reasons with its marks
 
 
 @dataclass

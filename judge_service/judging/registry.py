@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any
 
-from judge_service.errors import InvalidGroupError
+from judge_service.errors import ConflictError, InvalidGroupError
 from judge_service.judging.base import Grader
 from judge_service.judging.code.grader import CodeGrader
 from judge_service.judging.fingerprint import grader_fingerprint
@@ -92,6 +92,23 @@ class GraderRegistry:
 
     def grader(self, name: str) -> Grader[Any]:
         return self._graders[name]
+
+    def explainer(self, model: str | None) -> LLMJudge:
+        """The LLM judge that runs `model`, to write reasons for its marks afterwards; 409 when none does."""
+        if model is None:
+            raise ConflictError(
+                "this judgement has no judge marks to explain: it was graded without the LLM judge"
+            )
+        judges = [g for g in self._graders.values() if isinstance(g, LLMJudge)]
+        for judge in judges:
+            if judge.model_name == model:
+                return judge
+        running = ", ".join(repr(j.model_name) for j in judges) or "no LLM judge"
+        raise ConflictError(
+            f"this judgement was marked by {model!r}, and this service runs {running}: reasons from another "
+            "judge would not explain its marks",
+            details={"judge_model": model},
+        )
 
     def blend_terms(self, name: str) -> list[tuple[str, float]] | None:
         """The (grader, weight) terms of the named blend, or None when `name` is not a blend."""

@@ -3,7 +3,7 @@
 Each regraded group becomes a NEW judgement (the old one is never changed) whose `regrade_of` names the
 judgement it re-scores. The stored request is replayed with the overrides applied: `grader` (which clears
 the stored `terms`, since terms override a grader name), `terms`, `criteria`, `orders`, `decoding`,
-`score_from`, `thinking`, `reasoning_effort`, and `as_run_id`
+`score_from`, `reasons`, `thinking`, `reasoning_effort`, and `as_run_id`
 to file the new judgements under another run. The stored shuffle seed is reused, so the judge sees the
 answers in the same order and only the configuration differs. A run is regraded a page at a time
 (`limit`, then `cursor` = the previous `next_cursor`), and only its original judgements, not earlier
@@ -28,7 +28,7 @@ def regraded_request(old: StoredJudgement, overrides: RegradeRequest) -> JudgeRe
         data["terms"] = [t.model_dump() for t in overrides.terms]
     if overrides.criteria is not None:
         data["criteria"] = [c.model_dump() for c in overrides.criteria]
-    for name in ("orders", "decoding", "score_from", "thinking", "reasoning_effort"):
+    for name in ("orders", "decoding", "score_from", "reasons", "thinking", "reasoning_effort"):
         if getattr(overrides, name) is not None:
             data[name] = getattr(overrides, name)
     if overrides.as_run_id is not None:

@@ -24,6 +24,7 @@ from judge_service.schemas import (
     AnswerResult,
     BatchItem,
     ErrorBody,
+    ExplainedReasons,
     GraderInfo,
     GroupStatus,
     HumanLabels,
@@ -68,6 +69,8 @@ class JudgeService:
         self._fingerprints = FingerprintCache()
         # Judgements whose save failed, by idempotency key: the retry stores them instead of judging again.
         self._unsaved: OrderedDict[str, tuple[str, StoredJudgement]] = OrderedDict()
+        # Reasons being written, by judgement id: concurrent asks share one judge call (explain).
+        self._explaining: dict[str, asyncio.Future[ExplainedReasons]] = {}
 
     def graders(self) -> list[GraderInfo]:
         """Every grader this service offers, with its kind and fingerprint."""
@@ -216,10 +219,39 @@ class JudgeService:
         return found.judgement if found is not None else None
 
     async def get(self, judgement_id: str) -> StoredJudgement:
+        """A stored judgement, with the reasons written for it afterwards when there are some."""
+        found = await self._stored(judgement_id)
+        explained = await self._store.explained_of(judgement_id)
+        return found if explained is None else found.model_copy(update={"explained": explained})
+
+    async def _stored(self, judgement_id: str) -> StoredJudgement:
         found = await self._store.get(judgement_id)
         if found is None:
             raise NotFoundError(f"no judgement with id {judgement_id!r}")
         return found
+
+    async def explain(self, judgement_id: str) -> ExplainedReasons:
+        """Reasons for a marks-only judgement's marks, written by its judge once and stored apart
+        (judging/llm/explain.py); later calls, here or on another replica, get the stored ones. Calls for
+        one judgement on this replica share one judge call."""
+        stored = await self._store.explained_of(judgement_id)
+        if stored is not None:
+            return stored
+        running = self._explaining.get(judgement_id)
+        if running is None:
+            running = asyncio.ensure_future(self._explain(judgement_id))
+            self._explaining[judgement_id] = running
+            running.add_done_callback(lambda _: self._explaining.pop(judgement_id, None))
+        return await asyncio.shield(running)
+
+    async def _explain(self, judgement_id: str) -> ExplainedReasons:
+        judgement = await self._stored(judgement_id)
+        judge = self._graders.explainer(judgement.judge_model)
+        canary = Canary.of(judgement)
+        reasons = await judge.explain(judgement, None if canary is None else canary.answer)
+        kept = await self._store.save_explained(judgement_id, reasons)
+        self._metrics.explained.inc()
+        return kept
 
     async def list_run(
         self, run_id: str, *, step: int | None, limit: int, cursor: str | None
@@ -259,6 +291,8 @@ class JudgeService:
         unscored = sum(1 for a in judgement.answers if a.status == "unscored")
         if unscored:
             m.unscored_answers.labels(grader=judgement.grader).inc(unscored)
+        if judgement.reasons is not None:
+            m.groups_by_reasons.labels(reasons=judgement.reasons).inc()
         if judgement.order_sensitivity is not None:
             m.order_sensitivity.observe(judgement.order_sensitivity)
         if judgement.length_bias is not None:
@@ -308,6 +342,7 @@ def _model_run_fields(run: ModelRun | None, *, total_ms: float) -> dict[str, Any
         "attempts": run.usage.judge_calls,
         "raw_outputs": run.raw_outputs,
         "thinking": run.thinking,
+        "reasons": run.reasons,
         "order_seed": run.seed,
         "answer_orders": run.orders,
         "order_sensitivity": run.order_sensitivity,

@@ -5,7 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from judge_service.schemas import HumanLabels, JudgementPage, RunPage, RunSteps, RunSummary, StoredJudgement
+from judge_service.schemas import (
+    ExplainedReasons,
+    HumanLabels,
+    JudgementPage,
+    RunPage,
+    RunSteps,
+    RunSummary,
+    StoredJudgement,
+)
 
 
 @dataclass(frozen=True)
@@ -144,6 +152,15 @@ class JudgementStore(Protocol):
 
     async def run_labels(self, run_id: str, *, limit: int = 10_000) -> list[HumanLabels]:
         """The labels of a run's judgements, oldest judgement first, at most `limit`."""
+        ...
+
+    async def save_explained(self, judgement_id: str, reasons: ExplainedReasons) -> ExplainedReasons:
+        """Store reasons written afterwards for a judgement unless it has some; the ones stored (the
+        first written win)."""
+        ...
+
+    async def explained_of(self, judgement_id: str) -> ExplainedReasons | None:
+        """The reasons written afterwards for a judgement, if any."""
         ...
 
     async def regrades_of(self, judgement_ids: list[str]) -> list[StoredJudgement]:

@@ -71,6 +71,15 @@ CREATE INDEX judgements_regrade_of ON judgements (regrade_of);
 """
 
 
+_EXPLAINED_SQL = """
+CREATE TABLE explained_reasons (
+    judgement_id TEXT PRIMARY KEY,
+    doc          TEXT NOT NULL,
+    created_at   TEXT NOT NULL
+);
+"""
+
+
 @dataclass(frozen=True)
 class Migration:
     name: str
@@ -281,6 +290,14 @@ MIGRATIONS: tuple[Migration, ...] = (
         {
             SQLITE: _WATCH_COLUMNS_SQL,
             POSTGRES: _WATCH_COLUMNS_SQL,
+        },
+    ),
+    # Reasons written afterwards for marks-only judgements (store/explained.py), apart from the judgement.
+    Migration(
+        "m008_explained_reasons",
+        {
+            SQLITE: _EXPLAINED_SQL,
+            POSTGRES: _EXPLAINED_SQL,
         },
     ),
 )

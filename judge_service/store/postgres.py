@@ -31,8 +31,16 @@ import psycopg
 from psycopg_pool import AsyncConnectionPool
 
 from judge_service.errors import StoreUnavailableError
-from judge_service.schemas import HumanLabels, JudgementPage, RunPage, RunSteps, RunSummary, StoredJudgement
-from judge_service.store import codec, member_groups, migrations, run_views
+from judge_service.schemas import (
+    ExplainedReasons,
+    HumanLabels,
+    JudgementPage,
+    RunPage,
+    RunSteps,
+    RunSummary,
+    StoredJudgement,
+)
+from judge_service.store import codec, explained, member_groups, migrations, run_views
 from judge_service.store.base import (
     Claim,
     IdempotencyKey,
@@ -428,6 +436,25 @@ class PostgresJudgementStore:
         async def select(conn: psycopg.AsyncConnection[Any]) -> list[HumanLabels]:
             rows = await (await conn.execute(sql, (run_id, limit))).fetchall()
             return [HumanLabels.model_validate_json(doc) for (doc,) in rows]
+
+        return await self._run(select)
+
+    async def save_explained(self, judgement_id: str, reasons: ExplainedReasons) -> ExplainedReasons:
+        async def save(conn: psycopg.AsyncConnection[Any]) -> ExplainedReasons:
+            async with conn.transaction():
+                await conn.execute(explained.insert_sql("%s"), explained.insert_row(judgement_id, reasons))
+                row = await (await conn.execute(explained.select_sql("%s"), (judgement_id,))).fetchone()
+            assert row is not None  # inserted, or there before, in this transaction
+            return explained.load(row[0])
+
+        return await self._run(save)
+
+    async def explained_of(self, judgement_id: str) -> ExplainedReasons | None:
+        sql = explained.select_sql("%s")
+
+        async def select(conn: psycopg.AsyncConnection[Any]) -> ExplainedReasons | None:
+            row = await (await conn.execute(sql, (judgement_id,))).fetchone()
+            return None if row is None else explained.load(row[0])
 
         return await self._run(select)
 

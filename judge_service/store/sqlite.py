@@ -24,8 +24,16 @@ from pathlib import Path
 from typing import TypeVar
 
 from judge_service.errors import StoreUnavailableError
-from judge_service.schemas import HumanLabels, JudgementPage, RunPage, RunSteps, RunSummary, StoredJudgement
-from judge_service.store import codec, member_groups, migrations, run_views
+from judge_service.schemas import (
+    ExplainedReasons,
+    HumanLabels,
+    JudgementPage,
+    RunPage,
+    RunSteps,
+    RunSummary,
+    StoredJudgement,
+)
+from judge_service.store import codec, explained, member_groups, migrations, run_views
 from judge_service.store.base import (
     Claim,
     IdempotencyKey,
@@ -407,6 +415,21 @@ class SqliteJudgementStore:
         sql = run_views.run_labels_sql("?")
         rows = await self._run(lambda: self._connection().execute(sql, (run_id, limit)).fetchall())
         return [HumanLabels.model_validate_json(doc) for (doc,) in rows]
+
+    async def save_explained(self, judgement_id: str, reasons: ExplainedReasons) -> ExplainedReasons:
+        def save() -> ExplainedReasons:
+            conn = self._connection()
+            with _write_transaction(conn):
+                conn.execute(explained.insert_sql("?"), explained.insert_row(judgement_id, reasons))
+                (doc,) = conn.execute(explained.select_sql("?"), (judgement_id,)).fetchone()
+            return explained.load(doc)
+
+        return await self._run(save)
+
+    async def explained_of(self, judgement_id: str) -> ExplainedReasons | None:
+        sql = explained.select_sql("?")
+        row = await self._run(lambda: self._connection().execute(sql, (judgement_id,)).fetchone())
+        return None if row is None else explained.load(row[0])
 
     async def regrades_of(self, judgement_ids: list[str]) -> list[StoredJudgement]:
         if not judgement_ids:

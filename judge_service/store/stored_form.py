@@ -35,7 +35,7 @@ class CriterionMarkV1(_Stored):
     mark: int
     expected_mark: float | None = None
     score: float
-    reason: str
+    reason: str | None = None  # null: judged with reasons "none"
 
 
 class TermScoreV1(_Stored):
@@ -106,6 +106,7 @@ class StoredJudgementV1(_Stored):
     order_sensitivity: float | None = None
     grader_fingerprint: str | None = None
     regrade_of: str | None = None
+    reasons: str | None = None
     length_bias: float | None = None
     request: dict[str, Any]
     raw_outputs: list[str]
@@ -113,8 +114,9 @@ class StoredJudgementV1(_Stored):
     canaries: list[CanaryResultV1] | None = None
 
 
-# Wire fields that are not stored, by wire model (none yet: every field the service answers is kept).
-NOT_STORED: dict[str, frozenset[str]] = {}
+# Wire fields that are not stored in the judgement's document, by wire model. Reasons written afterwards
+# live in a table of their own (migration m008_explained_reasons): the judge's reply is never rewritten.
+NOT_STORED: dict[str, frozenset[str]] = {"StoredJudgement": frozenset({"explained"})}
 
 # What a page item (JudgeResponse) leaves out of the document: only GET /v1/judgements/{id} returns these.
 STORED_ONLY = frozenset({"request", "raw_outputs", "thinking", "canaries"})

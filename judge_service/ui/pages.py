@@ -9,6 +9,7 @@ of 1,000 steps or a step of 512 groups never loads whole.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
 from urllib.parse import urlencode
 
@@ -18,7 +19,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from judge_service.api.deps import JudgementId, KeysDep, RunId, ServiceDep, StepNumber
 from judge_service.api.middleware.auth import KeyRing, caller_of, cookie
 from judge_service.api.middleware.session import CSRF_COOKIE
-from judge_service.errors import InvalidGroupError, NotFoundError
+from judge_service.errors import InvalidGroupError, JudgeServiceError, NotFoundError
 from judge_service.quality.agreement import agreement
 from judge_service.quality.calibration import calibrate
 from judge_service.quality.labels import ANONYMOUS, labels_for
@@ -115,7 +116,9 @@ def _step_bound(raw: str | None, name: str) -> int | None:
 async def step_page(
     run_id: RunId,
     step: StepNumber,
+    request: Request,
     service: ServiceDep,
+    keys: KeysDep,
     sort: Annotated[str, Query(pattern=r"^(score|sent)$")] = "score",
     cursor: Annotated[str | None, Query(max_length=64)] = None,
 ) -> HTMLResponse:
@@ -125,7 +128,8 @@ async def step_page(
         stored = await service.get(item.judgement_id)  # the request: conversation, reference, answer texts
         old = await _original(service, stored)
         groups.append(group_view(stored, old, sort))
-    return render(
+    seed, fresh = csrf_seed(request)
+    response = render(
         "step.html",
         run_id=run_id,
         step=step,
@@ -134,7 +138,12 @@ async def step_page(
         next_cursor=page.next_cursor,
         cursor_param=f"&cursor={cursor}" if cursor else "",
         json_url=f"/v1/runs/{run_id}/judgements?" + urlencode({"step": step, "limit": GROUPS_PER_PAGE}),
+        csrf=keys.sessions.csrf_token(seed),
+        back=request.url.path + (f"?{request.url.query}" if request.url.query else ""),
     )
+    if fresh:
+        set_csrf_cookie(request, response, seed)
+    return response
 
 
 async def _original(service: JudgeService, stored: StoredJudgement) -> StoredJudgement | None:
@@ -160,6 +169,7 @@ async def _judgement(
     judgement_id: str,
     *,
     error: str | None = None,
+    error_explain: str | None = None,
     status_code: int = 200,
 ) -> HTMLResponse:
     stored = await service.get(judgement_id)
@@ -177,6 +187,7 @@ async def _judgement(
         csrf=keys.sessions.csrf_token(seed),
         labeler=caller_of(request.scope) or ANONYMOUS,
         error=error,
+        error_explain=error_explain,
         json_url=f"/v1/judgements/{judgement_id}",
     )
     if fresh:
@@ -214,6 +225,40 @@ async def save_labels(
         return await _judgement(request, service, keys, judgement_id, error=message, status_code=422)
     await service.save_labels(labels, run_id=judgement.run_id)
     return RedirectResponse(f"/ui/judgements/{judgement_id}#labels", status_code=303)
+
+
+@router.post("/judgements/{judgement_id}/reasons", response_class=HTMLResponse)
+async def explain(
+    judgement_id: JudgementId, request: Request, service: ServiceDep, keys: KeysDep
+) -> Response:
+    """The Explain button: the judge writes reasons for a marks-only judgement's marks (POST
+    /v1/judgements/{id}/reasons); back to the page the button was on."""
+    form = await request.form()
+    if not keys.sessions.csrf_valid(cookie(request.scope, CSRF_COOKIE), str(form.get("csrf", ""))):
+        message = "The form expired; send it again."
+        return await _judgement(request, service, keys, judgement_id, error_explain=message, status_code=403)
+    try:
+        await service.explain(judgement_id)
+    except NotFoundError:
+        raise
+    except JudgeServiceError as exc:
+        return await _judgement(
+            request, service, keys, judgement_id, error_explain=exc.message, status_code=exc.http_status
+        )
+    return RedirectResponse(_back(str(form.get("back", "")), judgement_id), status_code=303)
+
+
+def _back(back: str, judgement_id: str) -> str:
+    """Where the Explain form came from, if it is one of these pages; else the judgement's page."""
+    if _PAGE_PATH.fullmatch(back):
+        return back
+    return f"/ui/judgements/{judgement_id}#answers"
+
+
+# A run page of this service, with its query and anchor: never another site, nor a scheme-relative URL.
+_PAGE_PATH = re.compile(
+    r"/ui/(?:runs|judgements)/[A-Za-z0-9_.:/\-]*(?:\?[A-Za-z0-9_=&%.:-]*)?(?:#[A-Za-z0-9_-]*)?"
+)
 
 
 def _first_line(exc: Exception) -> str:

@@ -5,11 +5,19 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
+from datetime import UTC, datetime
 
 import pytest
 
 from judge_service.errors import InvalidGroupError
-from judge_service.schemas import MAX_STEP, MAX_TEXT_CHARS, JudgeResponse, RuleOptions
+from judge_service.schemas import (
+    MAX_STEP,
+    MAX_TEXT_CHARS,
+    ExplainedReasons,
+    JudgeResponse,
+    RuleOptions,
+    Usage,
+)
 from judge_service.store.base import (
     Claim,
     IdempotencyKey,
@@ -316,3 +324,29 @@ async def test_the_largest_values_a_request_may_carry_round_trip(store: Judgemen
     assert await store.get("extreme") == judgement
     page = await store.list_run("run-a", step=MAX_STEP)
     assert [i.judgement_id for i in page.items] == ["extreme"]
+
+
+def _reasons(word: str) -> ExplainedReasons:
+    return ExplainedReasons(
+        answers={"a0": {"correctness": f"{word}: matches the reference"}},
+        failures={"a1": "the judge wrote no reasons for this answer"},
+        judge_model="judge-model",
+        prompt_version="judge_group@abc+def",
+        usage=Usage(prompt_tokens=10, completion_tokens=5, judge_calls=1),
+        created_at=datetime.now(UTC),
+    )
+
+
+async def test_reasons_written_afterwards_are_kept_apart_and_the_first_stay(store: JudgementStore) -> None:
+    judgement = make_judgement("explained")
+    await store.save(judgement)
+    assert await store.explained_of("explained") is None
+    first = _reasons("first")
+    assert await store.save_explained("explained", first) == first
+    # A second writer (another replica that asked the judge at the same time) gets the first back.
+    assert await store.save_explained("explained", _reasons("second")) == first
+    assert await store.explained_of("explained") == first
+    assert await store.get("explained") == judgement  # the judgement itself is never rewritten
+    racing = await asyncio.gather(*(store.save_explained("explained-2", _reasons(f"r{i}")) for i in range(5)))
+    assert len({r.answers["a0"]["correctness"] for r in racing}) == 1
+    assert await store.explained_of("explained-2") == racing[0]

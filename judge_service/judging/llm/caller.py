@@ -59,6 +59,7 @@ from judge_service.schemas import (
     Answer,
     ChatMessage,
     Criterion,
+    Reasons,
     ScoreFrom,
     Thinking,
     ThinkingAttempt,
@@ -77,6 +78,8 @@ class JudgeSettings:
     score_from: ScoreFrom = "mark"  # the default of requests that name none (judge.py)
     reason_words: bool = False  # constrain reasons to words (parser.reason_words_pattern)
     reason_language: str | None = None  # the default of requests that name none (judge.py)
+    reasons: Reasons = "inline"  # the default of requests that name none (judge.py)
+    reason_sample_rate: float = 0.1  # with reasons "sample": the share of groups with reasons (reasons.py)
     # Alternatives asked per generated token, for expected marks (expected.py); 0: not asked.
     mark_logprobs: int = 10
     # Thinking judges (thinking.py): the defaults of requests that name none, and the limits.
@@ -102,6 +105,7 @@ class JudgeCall:
     request: GenerationRequest
     answer_ids: tuple[str, ...]
     per_answer: bool = False  # the reply is one answer's criteria object
+    reasons: bool = True  # the reply holds a reason before each mark; False: marks only
 
 
 @dataclass
@@ -182,8 +186,12 @@ class JudgeCaller:
             model=self.model_name,
         )
 
-    def prompt_version(self, decoding: Decoding) -> str:
-        return self._renderer.version_of(decoding)
+    @property
+    def renderer(self) -> PromptRenderer:
+        return self._renderer
+
+    def prompt_version(self, decoding: Decoding, *, reasons: bool = True) -> str:
+        return self._renderer.version_of(decoding, reasons=reasons)
 
     def check_decoding(self, decoding: Decoding) -> None:
         try:
@@ -192,6 +200,15 @@ class JudgeCaller:
             raise InvalidGroupError(
                 f"decoding {decoding!r} is not available: {exc}; use decoding 'group'",
                 details={"decoding": decoding},
+            ) from None
+
+    def check_marks_only(self, decoding: Decoding) -> None:
+        try:
+            self._renderer.version_of(decoding, reasons=False)
+        except FileNotFoundError as exc:
+            raise InvalidGroupError(
+                f"reasons 'none' is not available with this prompt template: {exc}; use reasons 'inline'",
+                details={"reasons": "none", "decoding": decoding},
             ) from None
 
     async def prepare(
@@ -207,11 +224,13 @@ class JudgeCaller:
         reason_language: str | None = None,
         thinking: ThinkingMode = OFF,
         alone: str | None = None,
+        reasons: bool = True,
     ) -> list[JudgeCall]:
         """Render one order's call(s) and check each fits the judge's context window (before queueing).
 
         `alone`: an answer (a canary) that the per-answer decoding shows only in its own prompt, so the
-        other answers are marked as if it were not there; one group prompt shows it to all."""
+        other answers are marked as if it were not there; one group prompt shows it to all.
+        `reasons`: False asks for marks only (parser.py)."""
         s = self._settings
         names = [c.name for c in criteria]
         ids = [a.id for a in answers]
@@ -220,18 +239,22 @@ class JudgeCaller:
             conversation, reference, answers = _without_markers(conversation, reference, answers, profile)
         group = GroupContent(conversation, reference, answers, criteria, s.reason_max_chars, reason_language)
         if decoding == "group":
-            prompt = self._renderer.render(group)
-            schema = output_schema(ids, names, s.reason_max_chars, reason_words=s.reason_words)
-            call = await self._call(prompt, schema, ids, len(names), request_id, group_id, None, thinking)
+            prompt = self._renderer.render(group, reasons=reasons)
+            schema = output_schema(
+                ids, names, s.reason_max_chars, reason_words=s.reason_words, reasons=reasons
+            )
+            call = await self._call(
+                prompt, schema, ids, len(names), request_id, group_id, None, thinking, reasons
+            )
             return [call]
-        prompts = self._renderer.render_per_answer(group)
+        prompts = self._renderer.render_per_answer(group, reasons=reasons)
         if alone is not None:
             others = replace(group, answers=[a for a in answers if a.id != alone])
-            without = iter(self._renderer.render_per_answer(others))
+            without = iter(self._renderer.render_per_answer(others, reasons=reasons))
             prompts = [
                 prompt if i == alone else next(without) for prompt, i in zip(prompts, ids, strict=True)
             ]
-        schema = answer_schema(names, s.reason_max_chars, reason_words=s.reason_words)
+        schema = answer_schema(names, s.reason_max_chars, reason_words=s.reason_words, reasons=reasons)
         return list(
             await asyncio.gather(
                 *(
@@ -244,6 +267,7 @@ class JudgeCaller:
                         group_id,
                         answer_id,
                         thinking,
+                        reasons,
                     )
                     for k, (prompt, answer_id) in enumerate(zip(prompts, ids, strict=True))
                 )
@@ -260,11 +284,14 @@ class JudgeCaller:
         group_id: str | None,
         answer_id: str | None,
         thinking: ThinkingMode,
+        reasons: bool = True,
     ) -> JudgeCall:
         s = self._settings
         n_answers = len(answer_ids)
-        usual = max_output_tokens(n_answers, n_criteria, s.reason_max_chars)
-        reply_tokens = max_output_tokens(n_answers, n_criteria, s.reason_max_chars, chars_per_token=1)
+        usual = max_output_tokens(n_answers, n_criteria, s.reason_max_chars, reasons=reasons)
+        reply_tokens = max_output_tokens(
+            n_answers, n_criteria, s.reason_max_chars, chars_per_token=1, reasons=reasons
+        )
         # Thinking tokens count inside max_tokens: a budget must fit whole; `on` gets what is left of its cap.
         reserved = thinking.budget or 0
         thinks = thinking.call(s.thinking_min_tokens)
@@ -300,7 +327,7 @@ class JudgeCaller:
             top_logprobs=s.mark_logprobs,
             thinking=thinks,
         )
-        return JudgeCall(request, tuple(answer_ids), per_answer=answer_id is not None)
+        return JudgeCall(request, tuple(answer_ids), per_answer=answer_id is not None, reasons=reasons)
 
     async def judge_order(self, calls: list[JudgeCall], criteria: list[str]) -> JudgeOutcome:
         """One order's call(s), concurrently, merged into one outcome. A call's error fails the order:
@@ -320,7 +347,7 @@ class JudgeCaller:
         return merged
 
     def _version(self, call: JudgeCall) -> str:
-        return self._renderer.version_of("per_answer" if call.per_answer else "group")
+        return self._renderer.version_of("per_answer" if call.per_answer else "group", reasons=call.reasons)
 
     async def judge(self, call: JudgeCall, criteria: list[str]) -> JudgeOutcome:
         """One call, retried while its reply leaves an answer invalid (module docstring)."""
@@ -357,10 +384,7 @@ class JudgeCaller:
                             thinking, budget=smaller_budget(reply, thinking, request.max_tokens)
                         )
                         continue
-                    if call.per_answer:
-                        parsed = parse_answer(reply.text, answer_ids[0], criteria, s.reason_max_chars)
-                    else:
-                        parsed = parse_judgement(reply.text, answer_ids, criteria, s.reason_max_chars)
+                    parsed = self.parse(reply.text, call, criteria)
                     if reply.finish_reason == "length" and not parsed.complete:
                         parsed.notes.append("the judge's reply was cut off at the output token limit")
                         parsed.problems.add("truncated")
@@ -392,6 +416,21 @@ class JudgeCaller:
         self._metrics.completion_tokens.inc(outcome.usage.completion_tokens)
         return outcome
 
+    async def generate(self, request: GenerationRequest) -> Generation:
+        """One engine request as it is (reasons written afterwards, explain.py), counted in the metrics."""
+        reply = await self._backend.generate(request)
+        self._metrics.judge_replies.inc()
+        self._metrics.prompt_tokens.inc(reply.prompt_tokens)
+        self._metrics.completion_tokens.inc(reply.completion_tokens)
+        return reply
+
+    def parse(self, text: str, call: JudgeCall, criteria: list[str]) -> ParsedJudgement:
+        """A reply to `call`, as the call asked for it (one answer or many; with reasons or marks only)."""
+        limit, reasons = self._settings.reason_max_chars, call.reasons
+        if call.per_answer:
+            return parse_answer(text, call.answer_ids[0], criteria, limit, reasons=reasons)
+        return parse_judgement(text, list(call.answer_ids), criteria, limit, reasons=reasons)
+
     def _count_reply(self, reply: Generation, outcome: JudgeOutcome, thinking: ThinkingCall) -> None:
         """One attempt into the outcome's raw outputs, thinking records and usage, and the metrics."""
         s = self._settings
@@ -420,7 +459,7 @@ class JudgeCaller:
             return dict.fromkeys(parsed.marks, NOT_ASKED)
         if reply.logprobs is None:
             return dict.fromkeys(parsed.marks, NO_LOGPROBS)
-        found = expected_marks(reply.logprobs)
+        found = expected_marks(reply.logprobs, bare=not call.reasons)
         missing: dict[str, str] = {}
         for answer_id, marks in parsed.marks.items():
             prefix = () if call.per_answer else (answer_id,)

@@ -7,7 +7,8 @@ where the mark's digit was generated, renormalized over the five digits.
 
 How the digit's position is found: the generated tokens' texts are joined, and that JSON text is
 scanned for every `"mark": <number>` with the keys that lead to it (answer id and criterion, or
-the criterion alone for a per-answer reply). The token covering the digit gives the alternatives; an
+the criterion alone for a per-answer reply); in a marks-only reply (`bare`), for every number under a key,
+the key being the criterion. The token covering the digit gives the alternatives; an
 alternative counts for digit d when it reads the same as the generated token up to the digit and has d
 there, not followed by another digit (so "4", '":4' and "4}" all count for 4, "45" for none).
 Whatever cannot be located (no log-probabilities, an unusual reply layout) simply has no expected
@@ -27,11 +28,12 @@ MARK_DIGITS = "12345"
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|true|false|null|[{}\[\]:,]|\s+|.')
 
 
-def mark_positions(text: str) -> dict[tuple[str, ...], int]:
+def mark_positions(text: str, *, bare: bool = False) -> dict[tuple[str, ...], int]:
     """Key path -> character offset of every `"mark"` number in a JSON text; a repeated path is dropped.
 
     The path is the object keys leading to the mark, without "mark" itself: (answer id, criterion) in
     a group reply, (criterion,) in a per-answer reply. Arrays end the path (their items have no key).
+    `bare`: a number directly under any other key is a mark too, its key the criterion (marks only).
     """
     found: dict[tuple[str, ...], int] = {}
     repeated: set[tuple[str, ...]] = set()
@@ -61,8 +63,13 @@ def mark_positions(text: str) -> dict[tuple[str, ...], int]:
             except ValueError:
                 pending = None
             expecting_key = False
-        elif pending == "mark" and token[0].isdigit() and objects and objects[-1] and None not in keys[1:]:
-            path = tuple(k for k in keys[1:] if k is not None)
+        elif token[0].isdigit() and pending is not None and objects and objects[-1] and None not in keys[1:]:
+            if pending == "mark":
+                path = tuple(k for k in keys[1:] if k is not None)
+            elif bare:
+                path = (*(k for k in keys[1:] if k is not None), pending)
+            else:
+                continue
             if path in found:
                 repeated.add(path)
             found[path] = match.start()
@@ -71,7 +78,7 @@ def mark_positions(text: str) -> dict[tuple[str, ...], int]:
     return found
 
 
-def expected_marks(tokens: Sequence[TokenLogprobs]) -> dict[tuple[str, ...], float]:
+def expected_marks(tokens: Sequence[TokenLogprobs], *, bare: bool = False) -> dict[tuple[str, ...], float]:
     """Key path (as in mark_positions) -> expected mark, for every mark whose digit token was found."""
     text = "".join(t.token for t in tokens)
     starts: list[int] = []
@@ -80,7 +87,7 @@ def expected_marks(tokens: Sequence[TokenLogprobs]) -> dict[tuple[str, ...], flo
         starts.append(offset)
         offset += len(t.token)
     result: dict[tuple[str, ...], float] = {}
-    for path, position in mark_positions(text).items():
+    for path, position in mark_positions(text, bare=bare).items():
         index = _token_at(starts, position)
         value = _expected_at(tokens[index], position - starts[index])
         if value is not None:

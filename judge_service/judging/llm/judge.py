@@ -8,6 +8,10 @@ weighted mean of its criterion scores, or unscored with the judge's reason, neve
 A criterion's score is (mark - 1) / 4 from the integer mark, or with `score_from: expected` from the
 expected mark (expected.py), which breaks the integer marks' ties; where the backend gave no
 log-probabilities the integer mark stands in and the answer's explanation says so.
+
+Reasons (`reasons`): the judge writes a reason before each mark ("inline"), or marks only ("none"; the
+reasons can be written afterwards, explain.py), or inline for a share of groups drawn by judgement id
+("sample", reasons.py).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from judge_service.judging.language import LANGUAGE_NAMES, language_of
 from judge_service.judging.llm.admission import GroupAdmission
 from judge_service.judging.llm.caller import JudgeCaller, JudgeOutcome
 from judge_service.judging.llm.criteria import resolve_criteria
+from judge_service.judging.llm.explain import explain_marks
 from judge_service.judging.llm.orders import (
     criterion_score,
     judge_in_orders,
@@ -31,9 +36,20 @@ from judge_service.judging.llm.orders import (
     order_sensitivity,
     shown_orders,
 )
+from judge_service.judging.llm.reasons import writes_reasons
 from judge_service.judging.llm.thinking import OFF, ThinkingMode
 from judge_service.metrics import JudgeMetrics
-from judge_service.schemas import Criterion, Decoding, JudgeRequest, ScoreFrom, ThinkingInfo
+from judge_service.schemas import (
+    Answer,
+    Criterion,
+    Decoding,
+    ExplainedReasons,
+    JudgeRequest,
+    Reasons,
+    ScoreFrom,
+    StoredJudgement,
+    ThinkingInfo,
+)
 
 JUDGE = "judge"
 
@@ -49,6 +65,7 @@ class JudgeOptions:
     score_from: ScoreFrom = "mark"
     reason_language: str | None = None  # a code, or "auto": the conversation's language
     thinking: ThinkingMode = OFF
+    reasons: Reasons = "inline"
 
 
 class LLMJudge:
@@ -76,10 +93,17 @@ class LLMJudge:
     def name(self) -> str:
         return self._name
 
+    @property
+    def model_name(self) -> str:
+        return self._caller.model_name
+
     def options(self, request: JudgeRequest) -> JudgeOptions:
         s = self._caller.settings
         decoding = request.decoding or s.decoding
         self._caller.check_decoding(decoding)
+        reasons = request.reasons or s.reasons
+        if reasons != "inline":
+            self._caller.check_marks_only(decoding)
         return JudgeOptions(
             tuple(resolve_criteria(request.criteria)),
             request.orders,
@@ -88,6 +112,7 @@ class LLMJudge:
             request.score_from or s.score_from,
             request.reason_language or s.reason_language,
             self._caller.thinking_mode(request.thinking, request.reasoning_effort),
+            reasons,
         )
 
     def config(self, options: JudgeOptions) -> Mapping[str, Any]:
@@ -111,6 +136,10 @@ class LLMJudge:
             judge["mark_logprobs"] = s.mark_logprobs
         if options.reason_language is not None:
             judge["reason_language"] = options.reason_language
+        if options.reasons != "inline":
+            judge["reasons"] = options.reasons
+            if options.reasons == "sample":
+                judge["reason_sample_rate"] = s.reason_sample_rate
         thinking = options.thinking.config()
         if thinking is not None:
             judge["thinking"] = thinking
@@ -143,6 +172,7 @@ class LLMJudge:
         answer_ids = [a.id for a in shown]
         by_id = {a.id: a for a in shown}
         reason_language = _reason_language(options.reason_language, group)
+        inline = writes_reasons(options.reasons, group.judgement_id, self._caller.settings.reason_sample_rate)
         prepared = [
             await self._caller.prepare(
                 conversation=list(group.conversation),
@@ -155,6 +185,7 @@ class LLMJudge:
                 reason_language=reason_language,
                 thinking=options.thinking,
                 alone=None if group.canary is None else group.canary.id,
+                reasons=inline,
             )
             for i, order in enumerate(orders)
         ]
@@ -180,10 +211,17 @@ class LLMJudge:
                 outcome.order_parses, {c.name: c.weight for c in criteria}, caller_ids
             ),
             thinking=outcome.thinking or None,
+            reasons="inline" if inline else "none",
         )
         expected = options.score_from == "expected"
         grades = {a: _answer_grade(a, outcome, criteria, expected=expected) for a in answer_ids}
         return GroupGrades(grades, run)
+
+    async def explain(self, stored: StoredJudgement, canary: Answer | None) -> ExplainedReasons:
+        """Reasons for a marks-only judgement's marks, written now by this judge (explain.py)."""
+        self._readiness.check_judging()
+        async with self._admission.slot():
+            return await explain_marks(self._caller, stored, canary)
 
 
 def _answer_grade(

@@ -1,7 +1,9 @@
 """The judge's output contract: the JSON schema it is constrained to, and the validation of what it wrote.
 
 Shape: {"<answer id>": {"<criterion>": {"reason": "...", "mark": 1-5}, ...}, ...}. The reason comes
-before the mark so the model explains itself before committing to a number.
+before the mark so the model explains itself before committing to a number. Marks only (reasons
+"none"): {"<answer id>": {"<criterion>": 1-5, ...}, ...}, the most compact form a judge can write: about
+19 tokens an answer for four criteria, where {"<criterion>": {"mark": 1-5}} takes 34.
 
 Parsing is pure and total: it never raises on judge text. Each expected answer either gets marks for
 every criterion or a failure message; an unreadable reply fails every answer with the same message.
@@ -50,11 +52,15 @@ def mark_schema(reason_max_chars: int, *, reason_words: bool = False) -> dict[st
     }
 
 
+MARK_ONLY: dict[str, Any] = {"type": "integer", "enum": [1, 2, 3, 4, 5]}
+
+
 def answer_schema(
-    criteria: list[str], reason_max_chars: int, *, reason_words: bool = False
+    criteria: list[str], reason_max_chars: int, *, reason_words: bool = False, reasons: bool = True
 ) -> dict[str, Any]:
-    """One answer's marks, {"<criterion>": {"reason", "mark"}, ...}: a per-answer call's whole reply."""
-    mark = mark_schema(reason_max_chars, reason_words=reason_words)
+    """One answer's marks, {"<criterion>": {"reason", "mark"}, ...} (or {"<criterion>": mark, ...} without
+    reasons): a per-answer call's whole reply."""
+    mark = mark_schema(reason_max_chars, reason_words=reason_words) if reasons else MARK_ONLY
     return {
         "type": "object",
         "properties": {name: mark for name in criteria},
@@ -64,9 +70,14 @@ def answer_schema(
 
 
 def output_schema(
-    answer_ids: list[str], criteria: list[str], reason_max_chars: int, *, reason_words: bool = False
+    answer_ids: list[str],
+    criteria: list[str],
+    reason_max_chars: int,
+    *,
+    reason_words: bool = False,
+    reasons: bool = True,
 ) -> dict[str, Any]:
-    per_answer = answer_schema(criteria, reason_max_chars, reason_words=reason_words)
+    per_answer = answer_schema(criteria, reason_max_chars, reason_words=reason_words, reasons=reasons)
     return {
         "type": "object",
         "properties": {answer_id: per_answer for answer_id in answer_ids},
@@ -76,7 +87,7 @@ def output_schema(
 
 
 def max_output_tokens(
-    n_answers: int, n_criteria: int, reason_max_chars: int, *, chars_per_token: int = 3
+    n_answers: int, n_criteria: int, reason_max_chars: int, *, chars_per_token: int = 3, reasons: bool = True
 ) -> int:
     """Tokens a complete reply takes with reasons at `chars_per_token` plus JSON structure.
 
@@ -86,14 +97,15 @@ def max_output_tokens(
     the judge the worst-case budget where the context has room, and refuses a group only when even
     the usual budget does not fit.
     """
-    per_mark = reason_max_chars // chars_per_token + 24
+    # Without reasons a criterion is `"<name>":4,`: its name's tokens and a few of JSON (names are short).
+    per_mark = reason_max_chars // chars_per_token + 24 if reasons else 12
     return n_answers * (n_criteria * per_mark + 16) + 32
 
 
 @dataclass(frozen=True)
 class Mark:
     mark: int
-    reason: str
+    reason: str | None  # None: a marks-only reply
     expected: float | None = None  # the probability-weighted mark (expected.py); None: not available
 
 
@@ -110,7 +122,12 @@ class ParsedJudgement:
 
 
 def parse_judgement(
-    text: str, answer_ids: list[str], criteria: list[str], reason_max_chars: int = 1000
+    text: str,
+    answer_ids: list[str],
+    criteria: list[str],
+    reason_max_chars: int = 1000,
+    *,
+    reasons: bool = True,
 ) -> ParsedJudgement:
     result = ParsedJudgement()
     try:
@@ -135,7 +152,7 @@ def parse_judgement(
             result.failures[answer_id] = "the judge's reply has more than one entry for this answer"
             result.problems.add("duplicate_answer")
             continue
-        marks, problem = _marks_for(entry, criteria, reason_max_chars)
+        marks, problem = _marks_for(entry, criteria, reason_max_chars, reasons=reasons)
         if problem:
             result.problems.add(problem[0])
             result.failures[answer_id] = problem[1]
@@ -145,7 +162,12 @@ def parse_judgement(
 
 
 def parse_answer(
-    text: str, answer_id: str, criteria: list[str], reason_max_chars: int = 1000
+    text: str,
+    answer_id: str,
+    criteria: list[str],
+    reason_max_chars: int = 1000,
+    *,
+    reasons: bool = True,
 ) -> ParsedJudgement:
     """A per-answer reply: one answer's criteria object. Also accepted: that object under the answer's
     id, or a list/wrapper holding it (backends without constrained decoding)."""
@@ -157,8 +179,8 @@ def parse_answer(
         result.problems.add("unreadable")
         return result
     if isinstance(data, list) or (isinstance(data, dict) and {answer_id, *_WRAPPERS} & set(data)):
-        return parse_judgement(text, [answer_id], criteria, reason_max_chars)
-    marks, problem = _marks_for(data, criteria, reason_max_chars)
+        return parse_judgement(text, [answer_id], criteria, reason_max_chars, reasons=reasons)
+    marks, problem = _marks_for(data, criteria, reason_max_chars, reasons=reasons)
     if problem:
         result.problems.add(problem[0])
         result.failures[answer_id] = problem[1]
@@ -201,9 +223,10 @@ def _entries_by_id(data: Any, result: ParsedJudgement) -> dict[str, Any]:
 
 
 def _marks_for(
-    entry: Any, criteria: list[str], reason_max_chars: int
+    entry: Any, criteria: list[str], reason_max_chars: int, *, reasons: bool = True
 ) -> tuple[dict[str, Mark], tuple[str, str] | None]:
-    """The entry's marks, or ({}, (problem kind, message))."""
+    """The entry's marks, or ({}, (problem kind, message)). Without reasons a criterion's value is the
+    mark itself (or, from a judge that wrote more than asked, an object with a "mark")."""
     if not isinstance(entry, dict):
         return {}, ("invalid_entry", f"the entry is {type(entry).__name__}, not an object of criteria")
     marks: dict[str, Mark] = {}
@@ -211,6 +234,12 @@ def _marks_for(
         raw = entry.get(name)
         if isinstance(raw, Duplicate):
             return {}, ("invalid_entry", f"criterion '{name}' appears more than once")
+        if not reasons and raw is not None and not isinstance(raw, dict):
+            bare = _as_mark(raw)
+            if bare is None:
+                return {}, ("invalid_mark", f"criterion '{name}' has mark {raw!r}; expected an integer 1-5")
+            marks[name] = Mark(mark=bare, reason=None)
+            continue
         if not isinstance(raw, dict):
             return {}, ("missing_criterion", f"criterion '{name}' is missing or not an object")
         if isinstance(raw.get("mark"), Duplicate) or isinstance(raw.get("reason"), Duplicate):
@@ -222,6 +251,9 @@ def _marks_for(
                 f"criterion '{name}' has mark {raw.get('mark')!r}; expected an integer 1-5",
             )
         reason = raw.get("reason")
+        if not reasons:
+            marks[name] = Mark(mark=mark, reason=None)
+            continue
         if not isinstance(reason, str) or not reason.strip():
             return {}, ("missing_reason", f"criterion '{name}' has no reason")
         marks[name] = Mark(mark=mark, reason=reason.strip()[:reason_max_chars])

@@ -9,6 +9,11 @@ Two decodings (judging/llm/caller.py), each with its own pair of templates and i
   shown in each and only the closing instruction names the answer to mark (`target`), so the N prompts
   share every token up to it and the engine's prefix cache computes the group once.
 A template folder without the per_answer files serves the group decoding only.
+
+Marks only (reasons "none") swaps the system message for marks_system.j2 / per_answer_marks_system.j2:
+same rules, no reasons asked. Reasons written afterwards (explain.py) continue that conversation: the
+marks-only prompt, the judge's marks as its reply, then explain_user.j2 asking why; the prompt up to the
+marks is the one judged, so a prefix cache still holding it serves it again.
 """
 
 from __future__ import annotations
@@ -22,10 +27,14 @@ import jinja2
 
 from judge_service.schemas import Answer, ChatMessage, Criterion, Decoding
 
-_PARTS: dict[Decoding, tuple[str, str]] = {
-    "group": ("system.j2", "user.j2"),
-    "per_answer": ("per_answer_system.j2", "per_answer_user.j2"),
+# (decoding, reasons written inline) -> (system template, user template)
+_PARTS: dict[tuple[Decoding, bool], tuple[str, str]] = {
+    ("group", True): ("system.j2", "user.j2"),
+    ("per_answer", True): ("per_answer_system.j2", "per_answer_user.j2"),
+    ("group", False): ("marks_system.j2", "user.j2"),
+    ("per_answer", False): ("per_answer_marks_system.j2", "per_answer_user.j2"),
 }
+EXPLAIN = "explain_user.j2"
 
 
 REASON_LANGUAGE_LINE = "Write every reason in {}."
@@ -49,10 +58,13 @@ class RenderedPrompt:
     version: str  # "<template>@<sha256 prefix of the template files>"
 
 
+PromptKind = tuple[Decoding, bool]  # (decoding, reasons inline)
+
+
 class PromptRenderer:
     def __init__(self, prompts_dir: Path, template: str) -> None:
         folder = prompts_dir / template
-        missing = [p for p in _PARTS["group"] if not (folder / p).is_file()]
+        missing = [p for p in _PARTS["group", True] if not (folder / p).is_file()]
         if missing:
             raise FileNotFoundError(f"prompt template {folder} lacks {', '.join(missing)}")
         self._folder = folder
@@ -64,32 +76,46 @@ class PromptRenderer:
             lstrip_blocks=True,
             keep_trailing_newline=False,
         )
-        self._versions: dict[Decoding, str] = {}
-        self._templates: dict[Decoding, tuple[jinja2.Template, jinja2.Template]] = {}
-        for decoding, parts in _PARTS.items():
+        self._versions: dict[PromptKind, str] = {}
+        self._templates: dict[PromptKind, tuple[jinja2.Template, jinja2.Template]] = {}
+        for kind, parts in _PARTS.items():
             if all((folder / p).is_file() for p in parts):
-                digest = hashlib.sha256()
-                for part in parts:
-                    digest.update((folder / part).read_bytes())
-                self._versions[decoding] = f"{template}@{digest.hexdigest()[:12]}"
+                self._versions[kind] = f"{template}@{_digest(folder, parts)}"
                 system, user = (self._env.get_template(p) for p in parts)
-                self._templates[decoding] = (system, user)
-        self.version = self._versions["group"]
+                self._templates[kind] = (system, user)
+        self.version = self._versions["group", True]
+        self._explain = self._env.get_template(EXPLAIN) if (folder / EXPLAIN).is_file() else None
         # The system message depends only on the rubric, which most groups share.
         self._system_for = functools.lru_cache(maxsize=256)(self._render_system)
 
-    def version_of(self, decoding: Decoding) -> str:
-        if decoding not in self._versions:
-            parts = ", ".join(_PARTS[decoding])
+    def version_of(self, decoding: Decoding, *, reasons: bool = True) -> str:
+        if (decoding, reasons) not in self._versions:
+            parts = ", ".join(_PARTS[decoding, reasons])
             raise FileNotFoundError(f"prompt template {self._folder.name} lacks {parts}")
-        return self._versions[decoding]
+        return self._versions[decoding, reasons]
 
-    def render(self, group: GroupContent) -> RenderedPrompt:
+    def explain_version(self, decoding: Decoding) -> str:
+        """The version of the prompt that asks for reasons afterwards: the marks-only prompt and the
+        explain template (ExplainedReasons.prompt_version)."""
+        if self._explain is None:
+            raise FileNotFoundError(f"prompt template {self._folder.name} lacks {EXPLAIN}")
+        marks = self.version_of(decoding, reasons=False)
+        return f"{marks}+{_digest(self._folder, (EXPLAIN,))}"
+
+    def render_explain(self, answer_ids: list[str] | None, reason_max_chars: int) -> str:
+        """The message asking the judge why it gave its marks: for the answers named, or (None) for the one
+        answer of a per-answer prompt."""
+        if self._explain is None:
+            raise FileNotFoundError(f"prompt template {self._folder.name} lacks {EXPLAIN}")
+        return self._explain.render(answers=answer_ids or [], reason_max_chars=reason_max_chars)
+
+    def render(self, group: GroupContent, *, reasons: bool = True) -> RenderedPrompt:
         """The group decoding's prompt: every answer, marked in one reply."""
+        version = self.version_of("group", reasons=reasons)
         system = self._system_for(
-            "group", tuple(group.criteria), group.reason_max_chars, group.reason_language
+            ("group", reasons), tuple(group.criteria), group.reason_max_chars, group.reason_language
         )
-        user = self._templates["group"][1].render(
+        user = self._templates["group", reasons][1].render(
             conversation=group.conversation,
             reference=group.reference,
             answers=group.answers,
@@ -97,16 +123,16 @@ class PromptRenderer:
         )
         return RenderedPrompt(
             messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
-            version=self.version,
+            version=version,
         )
 
-    def render_per_answer(self, group: GroupContent) -> list[RenderedPrompt]:
+    def render_per_answer(self, group: GroupContent, *, reasons: bool = True) -> list[RenderedPrompt]:
         """The per-answer decoding's prompts, one per answer in the order shown, each naming its answer."""
-        version = self.version_of("per_answer")
+        version = self.version_of("per_answer", reasons=reasons)
         system = self._system_for(
-            "per_answer", tuple(group.criteria), group.reason_max_chars, group.reason_language
+            ("per_answer", reasons), tuple(group.criteria), group.reason_max_chars, group.reason_language
         )
-        user = self._templates["per_answer"][1]
+        user = self._templates["per_answer", reasons][1]
         shown = {
             "conversation": group.conversation,
             "reference": group.reference,
@@ -126,11 +152,18 @@ class PromptRenderer:
 
     def _render_system(
         self,
-        decoding: Decoding,
+        kind: PromptKind,
         criteria: tuple[Criterion, ...],
         reason_max_chars: int,
         reason_language: str | None,
     ) -> str:
-        system = self._templates[decoding][0].render(criteria=criteria, reason_max_chars=reason_max_chars)
+        system = self._templates[kind][0].render(criteria=criteria, reason_max_chars=reason_max_chars)
         # Added by code, not the templates: without a language the prompt (and its version) is as before.
         return f"{system}\n\n{REASON_LANGUAGE_LINE.format(reason_language)}" if reason_language else system
+
+
+def _digest(folder: Path, parts: tuple[str, ...]) -> str:
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update((folder / part).read_bytes())
+    return digest.hexdigest()[:12]
