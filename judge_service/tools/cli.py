@@ -88,6 +88,9 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     rg.add_argument("--orders", type=int, help="answer orders judged per group (1-4)")
     rg.add_argument("--decoding", choices=["group", "per_answer"], help="how the judge decodes each group")
     rg.add_argument("--score-from", choices=["mark", "expected"], help="integer or expected marks")
+    rg.add_argument(
+        "--reasons", choices=["inline", "none", "sample"], help="reasons with the marks, or marks only"
+    )
     rg.add_argument("--as-run-id", help="file the new judgements under this run")
     rg.add_argument("--out", type=Path, help="JSONL, one line per group (default: stdout); replaced")
     rg.add_argument(
@@ -135,6 +138,9 @@ def _add_eval(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     ev.add_argument("--criteria", type=Path, help="JSON file holding a list of criteria")
     ev.add_argument("--decoding", choices=["group", "per_answer"], help="how the judge decodes a group")
     ev.add_argument("--score-from", choices=["mark", "expected"], help="integer or expected marks")
+    ev.add_argument(
+        "--reasons", choices=["inline", "none", "sample"], help="reasons with the marks, or marks only"
+    )
     ev.add_argument("--orders", type=int, help="answer orders judged per group (1-4)")
     ev.add_argument("--reason-language", help="language of the judge's reasons (a code or auto)")
     ev.add_argument("--pointwise", action="store_true", help="judge each answer alone (a group of one)")
@@ -284,6 +290,7 @@ def eval_configurations(args: argparse.Namespace) -> list[eval_tool.Configuratio
         ("grader", "grader"),
         ("decoding", "decoding"),
         ("score_from", "score_from"),
+        ("reasons", "reasons"),
         ("orders", "orders"),
         ("reason_language", "reason_language"),
     ):

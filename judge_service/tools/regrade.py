@@ -66,6 +66,7 @@ def regrade_requests(args: argparse.Namespace) -> list[RegradeRequest]:
         "orders": args.orders,
         "decoding": args.decoding,
         "score_from": args.score_from,
+        "reasons": args.reasons,
         "as_run_id": args.as_run_id,
         "limit": args.limit,
     }

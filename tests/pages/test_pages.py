@@ -296,3 +296,64 @@ def test_a_judgement_page_shows_its_canary_apart_from_the_answers(page: Page, fi
     expect(row.locator(".outranked")).to_have_text("yes" if canary["outranked"] else "no")
     expect(page.locator("#orders li").first).not_to_contain_text(canary_id)  # the orders are the caller's
     expect(page.locator(f'[data-answer="{canary_id}"]')).to_have_count(0)
+
+
+def test_the_explain_button_has_the_judge_write_reasons_for_marks_only_groups(
+    page: Page, filled: dict[str, Any], tmp_path: Path
+) -> None:
+    groups = [
+        {
+            "conversation": [{"role": "user", "content": f"How do I export report {i}?"}],
+            "reference": "Open it, click Export and pick PDF.",
+            "answers": [
+                {"id": "good", "text": "Click Export, then PDF."},
+                {"id": "bad", "text": "Print it."},
+            ],
+            "run_id": "marks-only",
+            "step": 0,
+            "reasons": "none",
+        }
+        for i in range(2)
+    ]
+    ids = [
+        r["judgement"]["judgement_id"]
+        for r in httpx.post(f"{filled['url']}/v1/judge/batch", json={"groups": groups}, timeout=30).json()[
+            "results"
+        ]
+    ]
+    # On the judgement page: marks only, then the button, then the judge's reasons beside each mark.
+    page.goto(f"{filled['url']}/ui/judgements/{ids[0]}")
+    good = page.locator('tr.answer[data-answer="good"]')
+    expect(good.locator(".no-reason")).to_have_count(4)
+    page.locator("form.explain button").click()
+    expect(page).to_have_url(f"{filled['url']}/ui/judgements/{ids[0]}#answers")
+    expect(good.locator(".reason.explained")).to_have_count(4)
+    expect(good.locator(".no-reason")).to_have_count(0)
+    expect(page.locator("form.explain")).to_have_count(0)
+    expect(page.locator(".explained-note")).to_contain_text("Reasons written after the marks")
+    stored = httpx.get(f"{filled['url']}/v1/judgements/{ids[0]}").json()
+    expect(good.locator(".reason.explained").first).to_have_text(
+        stored["explained"]["answers"]["good"]["correctness"]
+    )
+    page.screenshot(path=str(screenshot_dir(tmp_path) / "explained.png"), full_page=True)
+    # On the step page: one button per marks-only group; it brings the reader back to the group.
+    page.goto(f"{filled['url']}/ui/runs/marks-only/steps/0")
+    expect(page.locator("form.explain")).to_have_count(1)
+    page.locator(f"#group-{ids[1]} form.explain button").click()
+    expect(page).to_have_url(f"{filled['url']}/ui/runs/marks-only/steps/0#group-{ids[1]}")
+    expect(page.locator(f"#group-{ids[1]} .reason.explained")).to_have_count(8)
+    expect(page.locator("form.explain")).to_have_count(0)
+
+
+def test_an_explain_form_without_its_token_writes_nothing(filled: dict[str, Any]) -> None:
+    group = {
+        "conversation": [{"role": "user", "content": "How do I rename a report?"}],
+        "reference": "Click its title and type.",
+        "answers": [{"id": "a", "text": "Click the title."}],
+        "reasons": "none",
+    }
+    judged = httpx.post(f"{filled['url']}/v1/judge", json=group, timeout=30).json()
+    url = f"{filled['url']}/ui/judgements/{judged['judgement_id']}/reasons"
+    forged = httpx.post(url, data={"back": "https://elsewhere.example/"}, follow_redirects=False)
+    assert forged.status_code == 403
+    assert httpx.get(f"{filled['url']}/v1/judgements/{judged['judgement_id']}").json()["explained"] is None
