@@ -26,6 +26,7 @@ from judge_service.schemas import (
     Usage,
 )
 from judge_service.store import codec, stored_form
+from judge_service.store import explained as explained_form
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 DATABASES = sorted(DATA.glob("judgements-*.sqlite3"))
@@ -91,6 +92,32 @@ def test_the_fixtures_cover_several_builds_and_every_feature_they_stored() -> No
     assert any(c.get("terms") for c in canaries), "no blended canary stored"
     assert any(d.get("length_bias") is not None for d in docs), "no length bias stored"
     assert any("canaries" not in d for d in docs if d.get("length_bias") is not None)
+    assert {d.get("reasons") for d in docs} >= {None, "inline", "none"}, "no marks-only judgement stored"
+    assert any(m.get("reason") is None for m in marks) and any(m.get("reason") for m in marks)
+    assert [r for p in DATABASES for r in explained(p)], "no reasons written afterwards stored"
+
+
+def explained(path: Path) -> list[tuple[str, str]]:
+    """(judgement id, document) of the reasons written afterwards a database holds (their own table, from
+    migration m008 on)."""
+    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
+        tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "explained_reasons" not in tables:
+            return []
+        return conn.execute(
+            "SELECT judgement_id, doc FROM explained_reasons ORDER BY judgement_id"
+        ).fetchall()
+
+
+@pytest.mark.parametrize("database", DATABASES, ids=lambda p: p.name)
+def test_every_stored_reason_written_afterwards_loads_and_names_answers_of_its_judgement(
+    database: Path,
+) -> None:
+    judgements = {j.judgement_id: j for j in map(codec.load_judgement, documents(database))}
+    for judgement_id, doc in explained(database):
+        reasons = explained_form.load(doc)
+        judged = judgements[judgement_id]
+        assert judged.reasons == "none" and set(reasons.answers) <= {a.id for a in judged.answers}
 
 
 @pytest.mark.parametrize("database", DATABASES, ids=lambda p: p.name)
