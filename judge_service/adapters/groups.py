@@ -23,7 +23,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from judge_service.client import AsyncJudgeClient, JudgeClient, RetryPolicy
-from judge_service.schemas import AnswerResult, BatchItem, Criterion, JudgeRequest, JudgeResponse
+from judge_service.schemas import (
+    AnswerResult,
+    BatchItem,
+    Criterion,
+    CriterionMark,
+    JudgeRequest,
+    JudgeResponse,
+)
 
 log = logging.getLogger("judge_service.adapters")
 
@@ -228,16 +235,21 @@ def collect(batch: PreparedBatch, replies: Mapping[int, BatchItem]) -> BatchResu
     return BatchResults(answers, reasons, judgements)
 
 
+def marks_line(criteria: Mapping[str, CriterionMark]) -> str:
+    """Each criterion's mark and reason ("correctness 4: right figure; tone 5: polite"); a marks-only
+    judgement's marks alone ("correctness 4; tone 5")."""
+    return "; ".join(
+        f"{name} {m.mark}" + (f": {m.reason}" if m.reason else "") for name, m in criteria.items()
+    )
+
+
 def reason_of(answer: AnswerResult | None, max_chars: int = 400) -> str:
     """A short line for a completion table: each criterion's mark and reason, or why it is unscored."""
     if answer is None:
         return "unscored: the judge returned no result for this completion"
     if answer.status == "unscored":
         return f"unscored: {answer.error}"
-    if answer.criteria:
-        text = "; ".join(f"{name} {m.mark}: {m.reason}" for name, m in answer.criteria.items())
-    else:
-        text = answer.explanation or ""
+    text = marks_line(answer.criteria) if answer.criteria else answer.explanation or ""
     return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
 
 

@@ -32,7 +32,7 @@ from nemo_gym.base_resources_server import (
 from nemo_gym.judge import JudgeError
 from pydantic import ConfigDict, Field
 
-from judge_service.adapters.groups import as_conversation, clean, content_text, shared_clients
+from judge_service.adapters.groups import as_conversation, clean, content_text, marks_line, shared_clients
 from judge_service.client import JudgeClientError
 from judge_service.schemas import AnswerResult, JudgeRequest, MemberRequest
 
@@ -142,5 +142,5 @@ def _components(answer: AnswerResult) -> dict[str, float]:
 
 def _reason(answer: AnswerResult) -> str | None:
     if answer.criteria:
-        return "; ".join(f"{name} {m.mark}: {m.reason}" for name, m in answer.criteria.items())
+        return marks_line(answer.criteria)
     return answer.explanation
