@@ -25,7 +25,6 @@ from judge_service.backends.base import THINKING_OFF
 from judge_service.errors import ConflictError, JudgeTimeoutError
 from judge_service.judging.base import Group
 from judge_service.judging.json_text import extract_json
-from judge_service.judging.language import LANGUAGE_NAMES, language_of
 from judge_service.judging.llm.caller import JudgeCall, JudgeCaller
 from judge_service.judging.llm.criteria import resolve_criteria
 from judge_service.judging.llm.parser import max_output_tokens, reason_words_pattern
@@ -35,9 +34,10 @@ DECODINGS: tuple[Decoding, ...] = ("group", "per_answer")
 
 
 async def explain_marks(
-    caller: JudgeCaller, stored: StoredJudgement, canary: Answer | None
+    caller: JudgeCaller, stored: StoredJudgement, canary: Answer | None, reason_language: str | None
 ) -> ExplainedReasons:
-    """The reasons for `stored`'s marks (module docstring); 409 where they cannot be written."""
+    """The reasons for `stored`'s marks (module docstring), in `reason_language` (an English language
+    name, as the judged prompt asked); 409 where they cannot be written."""
     marks = _marks_to_explain(stored, caller.model_name)
     decoding = _decoding_of(stored, caller)
     request = stored.request
@@ -48,9 +48,6 @@ async def explain_marks(
     shown = {a.id: a for a in [*request.answers, *([canary] if canary is not None else [])]}
     if canary is not None and stored.canaries and stored.canaries[0].criteria:
         marks[canary.id] = {name: m.mark for name, m in stored.canaries[0].criteria.items()}
-    language = request.reason_language or caller.settings.reason_language
-    if language == "auto":
-        language = language_of(group.conversation_text())
     calls = await caller.prepare(
         conversation=list(request.conversation),
         reference=request.reference,
@@ -59,7 +56,7 @@ async def explain_marks(
         request_id=f"{stored.judgement_id}-explain",
         group_id=stored.judgement_id,
         decoding=decoding,
-        reason_language=LANGUAGE_NAMES[language] if language is not None else None,
+        reason_language=reason_language,
         alone=None if canary is None else canary.id,
         reasons=False,
     )

@@ -220,8 +220,10 @@ class LLMJudge:
     async def explain(self, stored: StoredJudgement, canary: Answer | None) -> ExplainedReasons:
         """Reasons for a marks-only judgement's marks, written now by this judge (explain.py)."""
         self._readiness.check_judging()
+        asked = stored.request.reason_language or self._caller.settings.reason_language
+        language = _reason_language(asked, Group.of(stored.request, stored.judgement_id))
         async with self._admission.slot():
-            return await explain_marks(self._caller, stored, canary)
+            return await explain_marks(self._caller, stored, canary, language)
 
 
 def _answer_grade(
