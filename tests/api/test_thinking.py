@@ -251,3 +251,24 @@ def test_the_truncation_retry_comes_on_top_of_parse_retries(tmp_path: Path) -> N
         request["conversation"][0]["content"] += " " + THINK_FOREVER
         body = client.post("/v1/judge", json=request).json()
         assert body["status"] == "ok" and body["attempts"] == 2
+
+
+@pytest.mark.parametrize("decoding", ["group", "per_answer"])
+def test_a_thinking_judge_marks_only_and_explains_afterwards(
+    toggle: tuple[TestClient, FakeBackend], decoding: str
+) -> None:
+    client, backend = toggle
+    fields = {"decoding": decoding, "score_from": "expected", "seed": 3, "reasons": "none"}
+    thought = client.post("/v1/judge", json=group(3, thinking={"budget": 5}, **fields)).json()
+    plain = client.post("/v1/judge", json=group(3, **fields)).json()
+    # The decoy mark in the thinking never counts: marks and expected marks are the bare reply's own.
+    assert [a["criteria"] for a in thought["answers"]] == [a["criteria"] for a in plain["answers"]]
+    assert all(
+        m["expected_mark"] is not None and m["reason"] is None
+        for a in thought["answers"]
+        for m in a["criteria"].values()
+    )
+    explained = client.post(f"/v1/judgements/{thought['judgement_id']}/reasons")
+    assert explained.status_code == 200, explained.text
+    assert set(explained.json()["answers"]) == {"a0", "a1", "a2"}
+    assert not backend.requests[-1].thinking.enabled  # the reasons are written without thinking again
