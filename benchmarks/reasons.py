@@ -3,12 +3,14 @@
     OMP_NUM_THREADS=2 .venv/bin/python -m benchmarks.reasons [--levels 1,8,32] [--answers 8]
 
 One engine, one process; every group goes through the service's own JudgeService.grade (in-process),
-per-answer decoding, scores from expected marks (the marks-only judge's graded scores come from the
-log-probabilities at each mark). Three settings of `reasons` on the same groups:
+scores from expected marks (the marks-only judge's graded scores come from the log-probabilities at each
+mark). The settings of `reasons`, on the same groups, with the embedded judge's per-answer decoding:
 - inline: a reason (words, <= 60 chars) before each mark, as today;
 - none: the marks only, {"correctness":4,...} per answer;
 - sample: inline for a share of groups drawn by judgement id (JUDGE_REASON_SAMPLE_RATE, 0.1), none for
-  the rest.
+  the rest;
+and `none` in the group decoding (one reply marks all N answers: without reasons that sequence is short,
+and the group's prompt is computed once instead of N times).
 At each concurrency level c (groups in flight, closed loop), the settings run in turn on the same groups
 (the first of each level rotates), the prefix cache emptied before each. Reported per setting and level:
 group latency p50/p99, groups/s, completion tokens per group; and the agreement of `none` with `inline`
@@ -33,14 +35,18 @@ from judge_service.quality.agreement import kendall_tau_b
 from judge_service.schemas import JudgeRequest, JudgeResponse
 
 NAME = "reasons"
-MODES = ("inline", "none", "sample")
+MODES = ("inline", "none", "sample", "none/group")  # reasons, and /group: the group decoding
 
 
 async def mode_level(
     service: Any, groups: list[dict[str, Any]], mode: str, concurrency: int
 ) -> tuple[dict[str, Any], list[JudgeResponse]]:
+    reasons, _, decoding = mode.partition("/")
+
     async def grade_group(body: dict[str, Any]) -> JudgeResponse:
-        request = JudgeRequest.model_validate({**body, "reasons": mode})
+        request = JudgeRequest.model_validate(
+            {**body, "reasons": reasons, "decoding": decoding or "per_answer"}
+        )
         response: JudgeResponse = await service.grade(request)
         return response
 
@@ -57,6 +63,7 @@ async def mode_level(
         "groups_per_s": round(load.per_second(), 4),
         "latency": latency_summary(load.latencies_s),
         "completion_tokens_per_group": round(sum(r.usage.completion_tokens for r in responses) / n, 1),
+        "prompt_tokens_per_group": round(sum(r.usage.prompt_tokens for r in responses) / n, 1),
         "groups_with_reasons": sum(r.reasons == "inline" for r in responses),
         "scored_share": round(sum(a.status == "scored" for a in answers) / max(1, len(answers)), 4),
     }
@@ -119,7 +126,7 @@ async def _main(args: argparse.Namespace) -> int:
                     groups = make_groups(
                         count, args.answers, seed=args.seed + level, run_id=NAME, fixed_order=True
                     )
-                    rotation = MODES[index % 3 :] + MODES[: index % 3]
+                    rotation = MODES[index % len(MODES) :] + MODES[: index % len(MODES)]
                     judged: dict[str, list[JudgeResponse]] = {}
                     for mode in rotation:
                         await reset_prefix_cache(engine)
@@ -128,6 +135,10 @@ async def _main(args: argparse.Namespace) -> int:
                         log(f"c={level} {mode}: {_line(entry)}")
                     agreements[f"c{level}"] = agreement(judged["inline"], judged["none"])
                     log(f"c={level} none vs inline: {agreements[f'c{level}']}")
+                    if index == 0:  # what a marks-only reply looks like, for the report
+                        for mode in ("none", "none/group"):
+                            stored = await service.get(judged[mode][0].judgement_id)
+                            log(f"a {mode} reply: {stored.raw_outputs[0]!r}")
         finally:
             await engine.close()
     return _report(args, levels, entries, agreements)
@@ -153,7 +164,7 @@ def _report(
             f"groups_per_s_{mode}_over_inline": ratio(
                 by[(mode, level)]["groups_per_s"], by[("inline", level)]["groups_per_s"]
             )
-            for mode in ("none", "sample")
+            for mode in ("none", "sample", "none/group")
         }
         | {
             "p50_inline_over_none": ratio(
@@ -171,6 +182,7 @@ def _report(
             round(e["latency"]["p50_ms"] / 1000, 2),
             round(e["latency"]["p99_ms"] / 1000, 2),
             e["groups_per_s"],
+            e["prompt_tokens_per_group"],
             e["completion_tokens_per_group"],
             ratio(e["groups_per_s"], by[("inline", e["concurrency"])]["groups_per_s"]),
             e["scored_share"],
@@ -186,6 +198,7 @@ def _report(
             "p50 s",
             "p99 s",
             "groups/s",
+            "prompt tokens/group",
             "completion tokens/group",
             "groups/s / inline",
             "scored",
