@@ -13,7 +13,7 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from judge_service.backends.fake import FakeBackend
+from judge_service.backends.fake import LEAVE_ONE_UNSCORED, FakeBackend
 from judge_service.client import JudgeClient, JudgeClientError
 from judge_service.config import PACKAGED_PROMPTS
 from judge_service.errors import JudgeBackendError
@@ -237,3 +237,15 @@ def test_the_client_asks_for_reasons_and_reads_them_back(tmp_path: Path) -> None
         with pytest.raises(JudgeClientError) as refused:
             client.explain(client.judge(group(2)).judgement_id)
         assert refused.value.status == 409
+
+
+def test_an_unscored_answer_has_no_marks_to_explain(client: TestClient) -> None:
+    body = group(3, reasons="none", decoding="per_answer")
+    body["conversation"][0]["content"] += " " + LEAVE_ONE_UNSCORED
+    judged_body = client.post("/v1/judge", json=body).json()
+    (unscored,) = [a["id"] for a in judged_body["answers"] if a["status"] == "unscored"]
+    explained = client.post(f"/v1/judgements/{judged_body['judgement_id']}/reasons").json()
+    assert "no marks" in explained["failures"][unscored]
+    assert sorted(explained["answers"]) == sorted(
+        a["id"] for a in judged_body["answers"] if a["id"] != unscored
+    )

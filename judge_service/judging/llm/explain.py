@@ -78,6 +78,9 @@ async def explain_marks(
     for found, failed in replies:
         answers.update(found)
         failures.update(failed)
+    for answer in request.answers:  # unscored: the judge gave it no marks to explain
+        if answer.id not in marks:
+            failures[answer.id] = "the judge gave this answer no marks, so there are none to explain"
     return ExplainedReasons(
         answers={a.id: answers[a.id] for a in request.answers if a.id in answers},
         failures={a.id: failures[a.id] for a in request.answers if a.id in failures},
