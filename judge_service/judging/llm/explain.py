@@ -27,7 +27,7 @@ from judge_service.judging.base import Group
 from judge_service.judging.json_text import extract_json
 from judge_service.judging.llm.caller import JudgeCall, JudgeCaller
 from judge_service.judging.llm.criteria import resolve_criteria
-from judge_service.judging.llm.parser import max_output_tokens, reason_words_pattern
+from judge_service.judging.llm.parser import max_output_tokens, reason_schema
 from judge_service.schemas import Answer, Decoding, ExplainedReasons, StoredJudgement, Usage
 
 DECODINGS: tuple[Decoding, ...] = ("group", "per_answer")
@@ -162,9 +162,7 @@ async def _explain_call(
         {"role": "assistant", "content": json.dumps(reply_marks, separators=(",", ":"))},
         {"role": "user", "content": question},
     ]
-    reason: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": s.reason_max_chars}
-    if s.reason_words:
-        reason = {"type": "string", "pattern": reason_words_pattern(s.reason_max_chars)}
+    reason = reason_schema(s.reason_max_chars, reason_words=s.reason_words)
     per_answer: dict[str, Any] = {
         "type": "object",
         "properties": dict.fromkeys(names, reason),

@@ -39,11 +39,16 @@ def reason_words_pattern(reason_max_chars: int) -> str:
     return f"^{_WORD}(?:{_GAP}(?:{_WORD}|{_NUMBER})){{0,{words}}}[.!?)]{{0,2}}$"
 
 
+def reason_schema(reason_max_chars: int, *, reason_words: bool = False) -> dict[str, Any]:
+    """One reason: a bounded string, or words (reason_words_pattern)."""
+    if reason_words:  # the pattern bounds its own length; vLLM refuses a pattern beside length bounds
+        return {"type": "string", "pattern": reason_words_pattern(reason_max_chars)}
+    return {"type": "string", "minLength": 1, "maxLength": reason_max_chars}
+
+
 def mark_schema(reason_max_chars: int, *, reason_words: bool = False) -> dict[str, Any]:
     """One criterion's {"reason", "mark"}; the reason before the mark (module docstring)."""
-    reason: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": reason_max_chars}
-    if reason_words:  # the pattern bounds its own length; vLLM refuses a pattern beside length bounds
-        reason = {"type": "string", "pattern": reason_words_pattern(reason_max_chars)}
+    reason = reason_schema(reason_max_chars, reason_words=reason_words)
     return {
         "type": "object",
         "properties": {"reason": reason, "mark": {"type": "integer", "enum": [1, 2, 3, 4, 5]}},
