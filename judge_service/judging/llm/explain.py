@@ -27,7 +27,7 @@ from judge_service.judging.base import Group
 from judge_service.judging.json_text import extract_json
 from judge_service.judging.llm.caller import JudgeCall, JudgeCaller
 from judge_service.judging.llm.criteria import resolve_criteria
-from judge_service.judging.llm.parser import max_output_tokens, reason_schema
+from judge_service.judging.llm.parser import max_output_tokens, object_of, reason_schema
 from judge_service.schemas import Answer, Decoding, ExplainedReasons, StoredJudgement, Usage
 
 DECODINGS: tuple[Decoding, ...] = ("group", "per_answer")
@@ -163,20 +163,9 @@ async def _explain_call(
         {"role": "user", "content": question},
     ]
     reason = reason_schema(s.reason_max_chars, reason_words=s.reason_words)
-    per_answer: dict[str, Any] = {
-        "type": "object",
-        "properties": dict.fromkeys(names, reason),
-        "required": names,
-        "additionalProperties": False,
-    }
-    schema = per_answer
+    schema = object_of(names, reason)
     if not call.per_answer:
-        schema = {
-            "type": "object",
-            "properties": dict.fromkeys(explained, per_answer),
-            "required": explained,
-            "additionalProperties": False,
-        }
+        schema = object_of(explained, schema)
     request = replace(
         call.request,
         messages=messages,

@@ -60,18 +60,23 @@ def mark_schema(reason_max_chars: int, *, reason_words: bool = False) -> dict[st
 MARK_ONLY: dict[str, Any] = {"type": "integer", "enum": [1, 2, 3, 4, 5]}
 
 
+def object_of(keys: list[str], value: dict[str, Any]) -> dict[str, Any]:
+    """A JSON object schema with exactly these keys, each holding `value`."""
+    return {
+        "type": "object",
+        "properties": dict.fromkeys(keys, value),
+        "required": list(keys),
+        "additionalProperties": False,
+    }
+
+
 def answer_schema(
     criteria: list[str], reason_max_chars: int, *, reason_words: bool = False, reasons: bool = True
 ) -> dict[str, Any]:
     """One answer's marks, {"<criterion>": {"reason", "mark"}, ...} (or {"<criterion>": mark, ...} without
     reasons): a per-answer call's whole reply."""
     mark = mark_schema(reason_max_chars, reason_words=reason_words) if reasons else MARK_ONLY
-    return {
-        "type": "object",
-        "properties": {name: mark for name in criteria},
-        "required": list(criteria),
-        "additionalProperties": False,
-    }
+    return object_of(criteria, mark)
 
 
 def output_schema(
@@ -83,12 +88,7 @@ def output_schema(
     reasons: bool = True,
 ) -> dict[str, Any]:
     per_answer = answer_schema(criteria, reason_max_chars, reason_words=reason_words, reasons=reasons)
-    return {
-        "type": "object",
-        "properties": {answer_id: per_answer for answer_id in answer_ids},
-        "required": list(answer_ids),
-        "additionalProperties": False,
-    }
+    return object_of(answer_ids, per_answer)
 
 
 def max_output_tokens(
