@@ -88,6 +88,8 @@ def create_app(
                 store_thinking=settings.store_thinking,
                 store_thinking_chars=settings.store_thinking_chars,
                 chat_template_sha256=settings.chat_template_sha256(),
+                rubric_items=settings.rubric_items,
+                rubric_instructions=settings.rubric_instructions,
             ),
         )
         metrics.admission_limit.labels(limit="in_flight").set(settings.max_groups_in_flight)

@@ -137,6 +137,19 @@ class Settings(BaseSettings):
         le=1,
         description="With reasons 'sample': the share of groups judged with reasons (drawn by judgement id).",
     )
+    rubric_items: int = Field(
+        default=12,
+        ge=3,
+        le=20,
+        description="Items in a rubric the judge writes (POST /v1/rubrics, rubric 'generate') when a request "
+        "names no number.",
+    )
+    rubric_instructions: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=2000,
+        description="Extra instructions to the rubric writer when a request gives none (e.g. the domain).",
+    )
     score_from: Literal["mark", "expected"] = Field(
         default="mark",
         description="What a criterion's score is made from when a request names nothing: the integer mark, "

@@ -99,6 +99,12 @@ class JudgeBackendError(JudgeServiceError):
     http_status = 502
 
 
+class RubricWriteError(JudgeBackendError):
+    """The judge wrote no valid rubric after its retries (judging/llm/rubric_writer.py)."""
+
+    code = "rubric_unwritten"
+
+
 class JudgeTimeoutError(JudgeBackendError):
     code = "judge_timeout"
     http_status = 504

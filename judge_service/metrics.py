@@ -161,6 +161,23 @@ class JudgeMetrics:
         for mode in ("inline", "none"):
             self.groups_by_reasons.labels(reasons=mode)
 
+        # Rubrics (service/rubrics.py): how each rubric asked for was found.
+        self.rubrics = Counter(
+            "judge_rubrics_total",
+            "Rubrics asked for (POST /v1/rubrics, rubric 'generate'), by how they were found: written by the "
+            "judge now, stored, or waited for while another request or replica wrote them",
+            ["source"],
+            registry=r,
+        )
+        self.rubric_seconds = Histogram(
+            "judge_rubric_write_seconds",
+            "Seconds the judge took to write a rubric",
+            buckets=(0.5, 1, 2, 5, 10, 20, 40, 80, 160, 320),
+            registry=r,
+        )
+        for source in ("written", "stored", "waited"):
+            self.rubrics.labels(source=source)
+
         # Watching for reward hacking (watch/): canary answers and length bias.
         self.canary_groups = Counter(
             "judge_canary_groups_total",

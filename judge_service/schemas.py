@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -16,6 +17,10 @@ def canonical_json(value: Any, *, ascii_only: bool = True) -> str:
     two spellings are pinned by what is stored: request hashes (Idempotency-Key) and member groups' fields
     escape non-ASCII (`ascii_only`); grader fingerprints keep it as UTF-8."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=ascii_only)
+
+
+def sha256_hex(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 ANSWER_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,63}$"
@@ -203,6 +208,17 @@ ITEM_DESCRIPTION = (
     "judgement."
 )
 
+# Rubrics (judging/llm/rubrics.py; README, Rubrics): an id is "rb_" and 24 hex digits of a hash of what
+# the rubric was made from; "@N" names one version (edits add versions).
+RUBRIC_ID_PATTERN = r"^rb_[0-9a-f]{24}$"
+RUBRIC_REF_PATTERN = r"^(generate|rb_[0-9a-f]{24}(@[1-9][0-9]{0,5})?)$"
+RUBRIC_DESCRIPTION = (
+    "Judge on a checklist rubric instead of `criteria`: a rubric id (its latest version, or 'rb_...@N' for "
+    "version N), or 'generate' to make (or reuse) the rubric for this conversation and reference first. "
+    "The judgement records the rubric's id, version and hash."
+)
+MIN_RUBRIC_ITEMS = 3
+
 # --------------------------------------------------------------------------- requests
 
 
@@ -221,6 +237,14 @@ class Answer(StrictModel):
     )
 
 
+Scale = Literal["1-5", "binary"]
+CriterionKind = Literal["essential", "important", "optional", "pitfall"]
+# Weights by kind where a criterion names no weight ("Rubrics as Rewards"): a pitfall that is met lowers
+# the answer's score by its weight (judging/llm/criteria.py, answer_score).
+KIND_WEIGHTS: dict[str, float] = {"essential": 1.0, "important": 0.7, "optional": 0.3, "pitfall": 0.9}
+MAX_CRITERIA = 20  # a checklist rubric's items (README, Rubrics); four default criteria
+
+
 class Criterion(StrictModel):
     # Frozen, so hashable: the rendered rubric and the grader fingerprint are cached per criteria.
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -229,9 +253,56 @@ class Criterion(StrictModel):
         pattern=CRITERION_NAME_PATTERN, description="Lower-case identifier, e.g. 'correctness'."
     )
     description: Text = Field(min_length=1, max_length=500)
-    mark_1: Text = Field(min_length=1, max_length=300, description="What a mark of 1 means.")
-    mark_5: Text = Field(min_length=1, max_length=300, description="What a mark of 5 means.")
-    weight: float = Field(default=1.0, gt=0, le=100, description="Weight in the answer's overall score.")
+    mark_1: Text | None = Field(
+        default=None, min_length=1, max_length=300, description="Scale '1-5' (required): what 1 means."
+    )
+    mark_5: Text | None = Field(
+        default=None, min_length=1, max_length=300, description="Scale '1-5' (required): what 5 means."
+    )
+    weight: float | None = Field(
+        default=None,
+        gt=0,
+        le=100,
+        description="Weight in the answer's overall score. Default: by `kind` (essential 1.0, important "
+        "0.7, optional 0.3, pitfall 0.9), else 1.0.",
+    )
+    scale: Scale = Field(
+        default="1-5",
+        description="'1-5': a mark from 1 to 5, score (mark - 1) / 4; 'binary': a checklist item the judge "
+        "says is met or not, score 1 or 0 (with score_from 'expected': the judge's probability of met).",
+    )
+    kind: CriterionKind | None = Field(
+        default=None,
+        description="A checklist item's importance, which sets its default weight; 'pitfall' (binary only) "
+        "describes a mistake: met, it lowers the score.",
+    )
+
+    @model_validator(mode="after")
+    def _fits_scale(self) -> Criterion:
+        if self.scale == "1-5" and (self.mark_1 is None or self.mark_5 is None):
+            raise ValueError(f"criterion '{self.name}' on scale '1-5' needs mark_1 and mark_5")
+        if self.scale == "binary" and (self.mark_1 is not None or self.mark_5 is not None):
+            raise ValueError(
+                f"criterion '{self.name}' is binary (met or not): mark_1 and mark_5 are for scale '1-5'; "
+                "say what meets it in the description"
+            )
+        if self.kind == "pitfall" and self.scale != "binary":
+            raise ValueError(f"criterion '{self.name}': kind 'pitfall' needs scale 'binary'")
+        return self
+
+    @property
+    def binary(self) -> bool:
+        return self.scale == "binary"
+
+    @property
+    def pitfall(self) -> bool:
+        return self.kind == "pitfall"
+
+    @property
+    def effective_weight(self) -> float:
+        if self.weight is not None:
+            return self.weight
+        return KIND_WEIGHTS[self.kind] if self.kind is not None else 1.0
 
 
 class GraderTerm(StrictModel):
@@ -290,9 +361,10 @@ class JudgeRequest(StrictModel):
     criteria: list[Criterion] | None = Field(
         default=None,
         min_length=1,
-        max_length=8,
+        max_length=MAX_CRITERIA,
         description="Default: correctness, helpfulness, tone, format.",
     )
+    rubric: str | None = Field(default=None, pattern=RUBRIC_REF_PATTERN, description=RUBRIC_DESCRIPTION)
     grader: str = Field(default="judge", min_length=1, max_length=64)
     terms: list[GraderTerm] | None = Field(
         default=None, min_length=1, max_length=8, description="Weighted custom blend; overrides `grader`."
@@ -320,11 +392,20 @@ class JudgeRequest(StrictModel):
     canaries: Canaries | None = Field(default=None, description=CANARIES_DESCRIPTION)
 
     @model_validator(mode="after")
-    def _unique_ids(self) -> JudgeRequest:
+    def _unique_ids(self, info: ValidationInfo) -> JudgeRequest:
         _refuse_duplicates("answer id", [a.id for a in self.answers])
-        if self.criteria is not None:
-            _refuse_duplicates("criterion name", [c.name for c in self.criteria])
+        if info.context != STORED:  # stored with its rubric's items resolved into `criteria`
+            _check_criteria(self.criteria, self.rubric)
         return self
+
+
+def _check_criteria(criteria: list[Criterion] | None, rubric: str | None) -> None:
+    if criteria is not None:
+        if rubric is not None:
+            raise ValueError("give criteria or a rubric, not both: a rubric is the request's criteria")
+        _refuse_duplicates("criterion name", [c.name for c in criteria])
+        if all(c.pitfall for c in criteria):
+            raise ValueError("criteria need at least one that is not a pitfall: pitfalls only lower a score")
 
 
 def _refuse_duplicates(what: str, values: list[str]) -> None:
@@ -343,7 +424,8 @@ class MemberRequest(StrictModel):
     answer: Answer
     conversation: list[ChatMessage] = Field(min_length=1, max_length=64)
     reference: Text = Field(max_length=MAX_TEXT_CHARS)
-    criteria: list[Criterion] | None = Field(default=None, min_length=1, max_length=8)
+    criteria: list[Criterion] | None = Field(default=None, min_length=1, max_length=MAX_CRITERIA)
+    rubric: str | None = Field(default=None, pattern=RUBRIC_REF_PATTERN, description=RUBRIC_DESCRIPTION)
     grader: str = Field(default="judge", min_length=1, max_length=64)
     terms: list[GraderTerm] | None = Field(default=None, min_length=1, max_length=8)
     options: RuleOptions = Field(default_factory=RuleOptions)
@@ -372,6 +454,11 @@ class MemberRequest(StrictModel):
         "answered `incomplete`, unscored. Default JUDGE_MEMBER_MIN_MEMBERS.",
     )
 
+    @model_validator(mode="after")
+    def _checked_criteria(self) -> MemberRequest:
+        _check_criteria(self.criteria, self.rubric)
+        return self
+
     def group_fields(self) -> dict[str, Any]:
         """What the first member fixes for the whole group (the others must send the same)."""
         return self.model_dump(exclude={"answer", "deadline_s", "min_members"})
@@ -381,7 +468,7 @@ class MemberRequest(StrictModel):
 
 
 class CriterionMark(ResponseModel):
-    mark: int = Field(ge=1, le=5)
+    mark: int | None = Field(ge=1, le=5, description="The 1-5 mark; null for a binary item (see `met`).")
     expected_mark: float | None = Field(
         default=None,
         ge=1,
@@ -389,13 +476,28 @@ class CriterionMark(ResponseModel):
         description="The judge's probability-weighted mark over 1-5; null where the judge backend gave no "
         "log-probabilities (the answer's explanation says why when it mattered).",
     )
+    met: bool | None = Field(
+        default=None, description="A binary item: whether the judge says the answer meets it; else null."
+    )
+    met_probability: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="A binary item: the judge's probability of 'met' from its log-probabilities; null "
+        "where there were none.",
+    )
     score: float = Field(
-        ge=0, le=1, description="(mark - 1) / 4, or (expected_mark - 1) / 4 when scored from expected marks"
+        ge=0,
+        le=1,
+        description="(mark - 1) / 4, or (expected_mark - 1) / 4 when scored from expected marks; a binary "
+        "item: 1 if met else 0, or met_probability. A pitfall's score is how surely it was met: it counts "
+        "against the answer.",
     )
     reason: str | None = Field(
         description="The judge's reason, written before the mark; null when judged with reasons 'none' "
         "(the stored judgement's `explained` holds reasons written afterwards)."
     )
+    kind: str | None = Field(default=None, description="The criterion's kind, for checklist items.")
 
 
 class TermScore(ResponseModel):
@@ -464,6 +566,9 @@ class JudgeResponse(ResponseModel):
         default=None, description="Hash of the grader configuration; equal means scored the same way."
     )
     regrade_of: str | None = Field(default=None, description="The judgement this one re-scores, if any.")
+    rubric: RubricUse | None = Field(
+        default=None, description="The rubric judged on (request field `rubric`); null without one."
+    )
     reasons: Literal["inline", "none"] | None = Field(
         default=None,
         description="Whether the judge wrote reasons with its marks ('inline') or marks only ('none'; "
@@ -700,6 +805,66 @@ class GraderList(ResponseModel):
     items: list[GraderInfo]
 
 
+# --------------------------------------------------------------------------- rubrics
+
+MAX_RUBRIC_INSTRUCTIONS = 2000
+
+
+class RubricRequest(StrictModel):
+    """What a rubric is written from (POST /v1/rubrics): the conversation and the reference reply."""
+
+    conversation: list[ChatMessage] = Field(min_length=1, max_length=64)
+    reference: Text = Field(max_length=MAX_TEXT_CHARS)
+    items: int | None = Field(
+        default=None,
+        ge=MIN_RUBRIC_ITEMS,
+        le=MAX_CRITERIA,
+        description="How many checklist items to write. Default: JUDGE_RUBRIC_ITEMS.",
+    )
+    instructions: Text | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_RUBRIC_INSTRUCTIONS,
+        description="Extra instructions to the rubric's writer, e.g. 'the final figure must be exact'.",
+    )
+
+
+class RubricEdit(StrictModel):
+    """An edited rubric (PUT /v1/rubrics/{id}): its items in full; stored as the rubric's next version."""
+
+    criteria: list[Criterion] = Field(min_length=1, max_length=MAX_CRITERIA)
+    note: Text | None = Field(default=None, max_length=500, description="Why it was edited.")
+
+    @model_validator(mode="after")
+    def _checked(self) -> RubricEdit:
+        _check_criteria(self.criteria, None)
+        return self
+
+
+class Rubric(ResponseModel):
+    """One version of a rubric. Versions never change; an edit adds one."""
+
+    id: str = Field(description="rb_ and a hash of what it was made from and the writer's prompt version.")
+    version: int = Field(ge=1, description="1: as written by the judge; each edit adds one.")
+    sha256: str = Field(description="Hash of the items (name, description, scale, kind, weight).")
+    criteria: list[Criterion]
+    source: Literal["generated", "edited"]
+    request: RubricRequest = Field(description="What the rubric was written from.")
+    judge_model: str | None = Field(description="The model that wrote version 1; null for an edit.")
+    prompt_version: str = Field(description="The rubric writer's prompt version.")
+    note: str | None = None
+    usage: Usage = Field(default_factory=lambda: Usage(), description="The judge calls writing it took.")
+    created_at: datetime
+
+
+class RubricUse(ResponseModel):
+    """The rubric a judgement was judged on."""
+
+    id: str
+    version: int
+    sha256: str
+
+
 # --------------------------------------------------------------------------- regrading
 
 
@@ -713,7 +878,13 @@ class RegradeRequest(StrictModel):
     cursor: str | None = Field(default=None, max_length=64, description="With run_id: the last next_cursor.")
     grader: str | None = Field(default=None, min_length=1, max_length=64)
     terms: list[GraderTerm] | None = Field(default=None, min_length=1, max_length=8)
-    criteria: list[Criterion] | None = Field(default=None, min_length=1, max_length=8)
+    criteria: list[Criterion] | None = Field(default=None, min_length=1, max_length=MAX_CRITERIA)
+    rubric: str | None = Field(
+        default=None,
+        pattern=RUBRIC_REF_PATTERN,
+        description="Judge on this rubric instead (as in judge requests). Default: the stored rubric, the "
+        "same version, when the judgement had one.",
+    )
     orders: int | None = Field(default=None, ge=1, le=MAX_ORDERS)
     decoding: Decoding | None = Field(default=None, description=DECODING_DESCRIPTION)
     score_from: ScoreFrom | None = Field(default=None, description=SCORE_FROM_DESCRIPTION)
@@ -728,6 +899,7 @@ class RegradeRequest(StrictModel):
     def _one_source(self) -> RegradeRequest:
         if (self.judgement_ids is None) == (self.run_id is None):
             raise ValueError("give exactly one of judgement_ids and run_id")
+        _check_criteria(self.criteria, self.rubric)
         return self
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Path, Query, Request
 
 from judge_service.api.deps import AssemblyDep, JudgementId, RunId, ServiceDep
 from judge_service.api.headers import idempotency_key_header
@@ -14,6 +14,7 @@ from judge_service.schemas import (
     MAX_RUNS_PAGE,
     MAX_STEP,
     MAX_STEPS_PAGE,
+    RUBRIC_ID_PATTERN,
     RUN_ID_PATTERN,
     BatchJudgeRequest,
     BatchJudgeResponse,
@@ -25,6 +26,9 @@ from judge_service.schemas import (
     JudgeResponse,
     MemberRequest,
     MemberResponse,
+    Rubric,
+    RubricEdit,
+    RubricRequest,
     RunPage,
     RunSteps,
     StoredJudgement,
@@ -141,3 +145,33 @@ async def run_steps(
 ) -> RunSteps:
     after = max(-1 if from_step is None else from_step - 1, -1 if cursor is None else int(cursor))
     return await service.run_steps(run_id, after=after, until=to_step, fingerprint=fingerprint, limit=limit)
+
+
+RubricId = Annotated[str, Path(pattern=RUBRIC_ID_PATTERN, description="rb_ and 24 hex digits")]
+
+
+@router.post(
+    "/rubrics",
+    response_model=Rubric,
+    summary="Have the judge write a checklist rubric for a conversation and reference, or get the stored one",
+)
+async def write_rubric(request: RubricRequest, service: ServiceDep) -> Rubric:
+    return await service.rubrics.write(request)
+
+
+@router.get("/rubrics/{rubric_id}", response_model=Rubric, summary="A rubric: its latest version, or one")
+async def get_rubric(
+    rubric_id: RubricId,
+    service: ServiceDep,
+    version: Annotated[int | None, Query(ge=1, le=999_999, description="Default: the latest")] = None,
+) -> Rubric:
+    return await service.rubrics.get(rubric_id, version)
+
+
+@router.put(
+    "/rubrics/{rubric_id}",
+    response_model=Rubric,
+    summary="Store edited items as the rubric's next version (earlier versions stay)",
+)
+async def edit_rubric(rubric_id: RubricId, edit: RubricEdit, service: ServiceDep) -> Rubric:
+    return await service.rubrics.edit(rubric_id, edit)

@@ -184,7 +184,12 @@ class FakeBackend:
         mark), or, for a call continuing the judge's marks (explain.py), a reason per mark."""
         if len(request.messages) >= 3 and request.messages[-2]["role"] == "assistant":
             return _explained_reply(request)
+        if _asks_for_rubric(request):
+            return _rubric_reply(request)
         text = self._reply_with_reasons(request)
+        binary = _binary_items(request)
+        if binary:
+            text = _as_checklist(text, binary, _pitfalls(request))
         return text if _wants_reasons(request) else _marks_only(text)
 
     def _reply_with_reasons(self, request: GenerationRequest) -> str:
@@ -237,6 +242,7 @@ CriteriaById = tuple[tuple[str, tuple[str, ...]], ...]
 _ANSWER_SHOWN = re.compile(r'<answer id="([^"]+)">')
 # A mark's digit: after "mark" in a reply with reasons, after its criterion in a marks-only one.
 _MARK_DIGIT = re.compile(r'": ([1-5])(?=[,}])')
+_MET = re.compile(r'": (true|false)(?=[,}])')  # a checklist item's met
 
 
 def _wants_reasons(request: GenerationRequest) -> bool:
@@ -246,7 +252,81 @@ def _wants_reasons(request: GenerationRequest) -> bool:
         schema = schema["properties"][schema["required"][0]]
     criteria = schema.get("properties") or {}
     first: dict[str, Any] = next(iter(criteria.values()), {})
-    return first.get("type") != "integer"
+    return first.get("type") not in ("integer", "boolean")
+
+
+def _criteria_schemas(request: GenerationRequest) -> dict[str, Any]:
+    """Criterion name -> its schema, from one answer's object in the request's schema."""
+    schema = request.json_schema or {}
+    if request.answer_id is None and schema.get("required"):
+        schema = schema["properties"][schema["required"][0]]
+    return dict(schema.get("properties") or {})
+
+
+def _binary_items(request: GenerationRequest) -> frozenset[str]:
+    """The checklist items among the request's criteria: their schema holds "met", or is a boolean."""
+    return frozenset(
+        name
+        for name, inner in _criteria_schemas(request).items()
+        if isinstance(inner, dict)
+        and (inner.get("type") == "boolean" or "met" in (inner.get("properties") or {}))
+    )
+
+
+_PITFALL_LINE = re.compile(r"^- ([a-z][a-z0-9_]*) \(yes or no, pitfall\)", re.MULTILINE)
+
+
+def _pitfalls(request: GenerationRequest) -> frozenset[str]:
+    """The pitfall items the system message lists (checklist_system.j2)."""
+    return frozenset(_PITFALL_LINE.findall(request.messages[0]["content"]))
+
+
+def _as_checklist(text: str, binary: frozenset[str], pitfalls: frozenset[str]) -> str:
+    """A reply with reasons and marks as a checklist reply: an item is met where its mark is 3 or more, a
+    pitfall where it is 2 or less (a poor answer makes the mistake), so marks scripted to follow labels
+    meet items the same way."""
+    value = json.loads(text)
+
+    def item(name: str, node: dict[str, Any]) -> dict[str, Any]:
+        mark = int(node["mark"])
+        return {"reason": node["reason"], "met": mark <= 2 if name in pitfalls else mark >= 3}
+
+    def answer(marks: dict[str, Any]) -> dict[str, Any]:
+        return {name: item(name, node) if name in binary else node for name, node in marks.items()}
+
+    if all(name in value for name in binary):  # one answer's object (a per-answer reply)
+        return json.dumps(answer(value))
+    return json.dumps({answer_id: answer(marks) for answer_id, marks in value.items()})
+
+
+def _asks_for_rubric(request: GenerationRequest) -> bool:
+    properties = (request.json_schema or {}).get("properties") or {}
+    first: dict[str, Any] = next(iter(properties.values()), {})
+    return bool(properties) and set(first.get("properties") or {}) == {"description", "kind"}
+
+
+_FIGURE = re.compile(r"-?\d[\d,.]*")
+
+
+def _rubric_reply(request: GenerationRequest) -> str:
+    """A checklist for the reference in the prompt: its final figure (or opening words) essential, then
+    items of each kind, the last a pitfall (from four items on)."""
+    prompt = request.messages[-1]["content"]
+    found = re.search(r"<reference>(.*?)</reference>", prompt, re.DOTALL)
+    reference = found.group(1).strip() if found else ""
+    figures = _FIGURE.findall(reference)
+    gist = figures[-1].rstrip(".,") if figures else " ".join(reference.split()[:6]) or "the reference"
+    names = list((request.json_schema or {})["required"])
+    kinds = ["essential", "important", "optional"]
+    items = {}
+    for i, name in enumerate(names):
+        if i == 0:
+            items[name] = {"description": f"Gives the final result {gist}", "kind": "essential"}
+        elif i == len(names) - 1 and len(names) >= 4:
+            items[name] = {"description": f"States a final result other than {gist}", "kind": "pitfall"}
+        else:
+            items[name] = {"description": f"Shows reasoning step {i} towards {gist}", "kind": kinds[i % 3]}
+    return json.dumps(items)
 
 
 def _marks_only(text: str) -> str:
@@ -260,6 +340,8 @@ def _marks_only(text: str) -> str:
         if isinstance(node, dict):
             if set(node) == {"reason", "mark"}:
                 return node["mark"]
+            if set(node) == {"reason", "met"}:
+                return node["met"]
             return {key: bare(inner) for key, inner in node.items()}
         return node
 
@@ -304,9 +386,16 @@ def fake_logprobs(text: str) -> tuple[TokenLogprobs, ...]:
     p=0.6 on the mark and 0.3/0.1 on its neighbours (which side takes 0.3 follows from the text before)."""
     tokens: list[TokenLogprobs] = []
     start = 0
-    for match in _MARK_DIGIT.finditer(text):
+    found = sorted([*_MARK_DIGIT.finditer(text), *_MET.finditer(text)], key=lambda m: m.start())
+    for match in found:
         if match.start(1) > start:
             tokens.append(TokenLogprobs(text[start : match.start(1)], 0.0, ()))
+        start = match.end(1)
+        if match.group(1) in ("true", "false"):  # p=0.8 on what was written, 0.2 on the other
+            other = "false" if match.group(1) == "true" else "true"
+            chosen = ((match.group(1), math.log(0.8)), (other, math.log(0.2)))
+            tokens.append(TokenLogprobs(match.group(1), math.log(0.8), chosen))
+            continue
         mark = int(match.group(1))
         lower, higher = max(1, mark - 1), min(5, mark + 1)
         up = hashlib.sha256(text[: match.start(1)].encode()).digest()[0] % 2 == 0
@@ -316,7 +405,6 @@ def fake_logprobs(text: str) -> tuple[TokenLogprobs, ...]:
         spread[second] = spread.get(second, 0.0) + 0.1
         top = tuple((str(d), math.log(p)) for d, p in sorted(spread.items(), key=lambda kv: -kv[1]))
         tokens.append(TokenLogprobs(str(mark), math.log(spread[mark]), top))
-        start = match.end(1)
     if start < len(text):
         tokens.append(TokenLogprobs(text[start:], 0.0, ()))
     return tuple(tokens)

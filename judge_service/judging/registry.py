@@ -110,6 +110,13 @@ class GraderRegistry:
             details={"judge_model": model},
         )
 
+    def rubric_writer(self) -> LLMJudge:
+        """The LLM judge, which writes rubrics; 422 for a registry without one."""
+        for grader in self._graders.values():
+            if isinstance(grader, LLMJudge):
+                return grader
+        raise InvalidGroupError("rubrics are written by the LLM judge, and this service runs none")
+
     def blend_terms(self, name: str) -> list[tuple[str, float]] | None:
         """The (grader, weight) terms of the named blend, or None when `name` is not a blend."""
         terms = self._blends.get(name)

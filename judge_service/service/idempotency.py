@@ -116,7 +116,7 @@ class IdempotencyGuard:
             if replay is not None:
                 return replay
             try:
-                async with self._lease_kept(key):
+                async with lease_kept(self._store, key, owner=self._owner, lease_s=self._lease_s):
                     return await grade(request, idempotency=IdempotencyKey(key, digest))
             except IdempotencyKeyTaken:
                 replay = await self._replay(scoped, digest)  # another process stored it first
@@ -149,32 +149,6 @@ class IdempotencyGuard:
             await asyncio.sleep(pause)
             pause = min(pause * 2, POLL_MAX_S)
 
-    @contextlib.asynccontextmanager
-    async def _lease_kept(self, key: str) -> AsyncIterator[None]:
-        """Renew this process's claim on `key` while the body runs; release it if the body fails (a
-        stored judgement ends the claim itself, in the same transaction)."""
-
-        async def renew() -> None:
-            while True:
-                await asyncio.sleep(self._lease_s / 3)
-                try:
-                    if not await self._store.renew(key, owner=self._owner, lease_s=self._lease_s):
-                        log.warning("lost the claim on idempotency key %r (its lease lapsed)", key[:80])
-                        return
-                except Exception as exc:  # the store is away: keep trying while judging goes on
-                    log.warning("could not renew the claim on idempotency key %r: %s", key[:80], exc)
-
-        renewing = asyncio.create_task(renew())
-        try:
-            yield
-        except BaseException:
-            renewing.cancel()
-            with contextlib.suppress(Exception):  # unreleased, the claim lapses on its own
-                await asyncio.shield(self._store.release(key, owner=self._owner))
-            raise
-        finally:
-            renewing.cancel()
-
     async def _replay(self, scoped: ScopedKey, digest: str) -> JudgeResponse | None:
         found = await self._store.get_by_idempotency_key(scoped.stored)
         if found is None:
@@ -183,6 +157,33 @@ class IdempotencyGuard:
             raise _conflict(scoped, found.judgement.judgement_id)
         self._metrics.idempotent_replays.inc()
         return found.judgement.response()
+
+
+@contextlib.asynccontextmanager
+async def lease_kept(store: JudgementStore, key: str, *, owner: str, lease_s: float) -> AsyncIterator[None]:
+    """Renew `owner`'s claim on `key` while the body runs; release it if the body fails (a stored judgement
+    ends the claim itself, in the same transaction; other holders release it when done)."""
+
+    async def renew() -> None:
+        while True:
+            await asyncio.sleep(lease_s / 3)
+            try:
+                if not await store.renew(key, owner=owner, lease_s=lease_s):
+                    log.warning("lost the claim on %r (its lease lapsed)", key[:80])
+                    return
+            except Exception as exc:  # the store is away: keep trying while the work goes on
+                log.warning("could not renew the claim on %r: %s", key[:80], exc)
+
+    renewing = asyncio.create_task(renew())
+    try:
+        yield
+    except BaseException:
+        renewing.cancel()
+        with contextlib.suppress(Exception):  # unreleased, the claim lapses on its own
+            await asyncio.shield(store.release(key, owner=owner))
+        raise
+    finally:
+        renewing.cancel()
 
 
 def _conflict(scoped: ScopedKey, judgement_id: str | None) -> ConflictError:

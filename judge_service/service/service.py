@@ -43,6 +43,7 @@ from judge_service.schemas import (
 )
 from judge_service.service.idempotency import GradeFn, IdempotencyGuard, ScopedKey
 from judge_service.service.regrade import regraded_request
+from judge_service.service.rubrics import RubricService
 from judge_service.store.base import IdempotencyKey, JudgementStore
 from judge_service.watch.canaries import Canary, CanaryPolicy, without_canary
 from judge_service.watch.canaries import result as canary_result
@@ -66,6 +67,7 @@ class JudgeService:
         self._store = store
         self._metrics = metrics
         self._idempotency = IdempotencyGuard(store, metrics, lease_s=idempotency_lease_s)
+        self.rubrics = RubricService(store, graders, metrics, lease_s=idempotency_lease_s)
         self._fingerprints = FingerprintCache()
         # Judgements whose save failed, by idempotency key: the retry stores them instead of judging again.
         self._unsaved: OrderedDict[str, tuple[str, StoredJudgement]] = OrderedDict()
@@ -103,6 +105,8 @@ class JudgeService:
                 return await self._store_and_observe(kept[1], idempotency)
         started = time.perf_counter()
         judgement_id = uuid.uuid4().hex
+        # A rubric becomes the request's criteria (written first for "generate"); a regrade keeps its items.
+        request, rubric = await self.rubrics.apply(request, regraded.rubric if regraded else None)
         plan = self._graders.plan(request)  # 422 for an unknown grader
         # A regrade judges the canary its judgement had (or none); a new group may draw one.
         canary = Canary.of(regraded) if regraded else self._canaries.choose(request, judgement_id)
@@ -126,6 +130,7 @@ class JudgeService:
             request=request,
             grader_fingerprint=self._fingerprints.of(plan),
             regrade_of=regrade_of,
+            rubric=rubric,
             length_bias=length_bias(request.answers, graded.answers),
             canaries=canaries,
             **ran,

@@ -9,6 +9,7 @@ from judge_service.schemas import (
     ExplainedReasons,
     HumanLabels,
     JudgementPage,
+    Rubric,
     RunPage,
     RunSteps,
     RunSummary,
@@ -161,6 +162,14 @@ class JudgementStore(Protocol):
 
     async def explained_of(self, judgement_id: str) -> ExplainedReasons | None:
         """The reasons written afterwards for a judgement, if any."""
+        ...
+
+    async def save_rubric(self, rubric: Rubric) -> Rubric:
+        """Store a rubric version unless that (id, version) exists; the version stored (the first wins)."""
+        ...
+
+    async def rubric(self, rubric_id: str, version: int | None = None) -> Rubric | None:
+        """A rubric's version, or its latest (None), if stored."""
         ...
 
     async def regrades_of(self, judgement_ids: list[str]) -> list[StoredJudgement]:

@@ -80,6 +80,17 @@ CREATE TABLE explained_reasons (
 """
 
 
+_RUBRICS_SQL = """
+CREATE TABLE rubrics (
+    id         TEXT NOT NULL,
+    version    INTEGER NOT NULL,
+    doc        TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (id, version)
+);
+"""
+
+
 @dataclass(frozen=True)
 class Migration:
     name: str
@@ -298,6 +309,14 @@ MIGRATIONS: tuple[Migration, ...] = (
         {
             SQLITE: _EXPLAINED_SQL,
             POSTGRES: _EXPLAINED_SQL,
+        },
+    ),
+    # Checklist rubrics per prompt (store/rubrics.py), one row per version.
+    Migration(
+        "m009_rubrics",
+        {
+            SQLITE: _RUBRICS_SQL,
+            POSTGRES: _RUBRICS_SQL,
         },
     ),
 )

@@ -35,12 +35,13 @@ from judge_service.schemas import (
     ExplainedReasons,
     HumanLabels,
     JudgementPage,
+    Rubric,
     RunPage,
     RunSteps,
     RunSummary,
     StoredJudgement,
 )
-from judge_service.store import codec, explained, member_groups, migrations, run_views
+from judge_service.store import codec, explained, member_groups, migrations, rubrics, run_views
 from judge_service.store.base import (
     Claim,
     IdempotencyKey,
@@ -455,6 +456,30 @@ class PostgresJudgementStore:
         async def select(conn: psycopg.AsyncConnection[Any]) -> ExplainedReasons | None:
             row = await (await conn.execute(sql, (judgement_id,))).fetchone()
             return None if row is None else explained.load(row[0])
+
+        return await self._run(select)
+
+    async def save_rubric(self, rubric: Rubric) -> Rubric:
+        async def save(conn: psycopg.AsyncConnection[Any]) -> Rubric:
+            async with conn.transaction():
+                await conn.execute(rubrics.insert_sql("%s"), rubrics.insert_row(rubric))
+                sql = rubrics.select_version_sql("%s")
+                row = await (await conn.execute(sql, (rubric.id, rubric.version))).fetchone()
+            assert row is not None  # inserted, or there before, in this transaction
+            return rubrics.load(row[0])
+
+        return await self._run(save)
+
+    async def rubric(self, rubric_id: str, version: int | None = None) -> Rubric | None:
+        params: tuple[object, ...] = (rubric_id,)
+        if version is None:
+            sql = rubrics.select_latest_sql("%s")
+        else:
+            sql, params = rubrics.select_version_sql("%s"), (rubric_id, version)
+
+        async def select(conn: psycopg.AsyncConnection[Any]) -> Rubric | None:
+            row = await (await conn.execute(sql, params)).fetchone()
+            return None if row is None else rubrics.load(row[0])
 
         return await self._run(select)
 

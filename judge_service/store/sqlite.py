@@ -28,12 +28,13 @@ from judge_service.schemas import (
     ExplainedReasons,
     HumanLabels,
     JudgementPage,
+    Rubric,
     RunPage,
     RunSteps,
     RunSummary,
     StoredJudgement,
 )
-from judge_service.store import codec, explained, member_groups, migrations, run_views
+from judge_service.store import codec, explained, member_groups, migrations, rubrics, run_views
 from judge_service.store.base import (
     Claim,
     IdempotencyKey,
@@ -430,6 +431,26 @@ class SqliteJudgementStore:
         sql = explained.select_sql("?")
         row = await self._run(lambda: self._connection().execute(sql, (judgement_id,)).fetchone())
         return None if row is None else explained.load(row[0])
+
+    async def save_rubric(self, rubric: Rubric) -> Rubric:
+        def save() -> Rubric:
+            conn = self._connection()
+            with _write_transaction(conn):
+                conn.execute(rubrics.insert_sql("?"), rubrics.insert_row(rubric))
+                sql = rubrics.select_version_sql("?")
+                (doc,) = conn.execute(sql, (rubric.id, rubric.version)).fetchone()
+            return rubrics.load(doc)
+
+        return await self._run(save)
+
+    async def rubric(self, rubric_id: str, version: int | None = None) -> Rubric | None:
+        params: tuple[object, ...] = (rubric_id,)
+        if version is None:
+            sql = rubrics.select_latest_sql("?")
+        else:
+            sql, params = rubrics.select_version_sql("?"), (rubric_id, version)
+        row = await self._run(lambda: self._connection().execute(sql, params).fetchone())
+        return None if row is None else rubrics.load(row[0])
 
     async def regrades_of(self, judgement_ids: list[str]) -> list[StoredJudgement]:
         if not judgement_ids:

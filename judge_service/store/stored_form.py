@@ -32,10 +32,19 @@ class _Stored(BaseModel):
 
 
 class CriterionMarkV1(_Stored):
-    mark: int
+    mark: int | None  # null: a binary item (`met`)
     expected_mark: float | None = None
+    met: bool | None = None
+    met_probability: float | None = None
     score: float
     reason: str | None = None  # null: judged with reasons "none"
+    kind: str | None = None
+
+
+class RubricUseV1(_Stored):
+    id: str
+    version: int
+    sha256: str
 
 
 class TermScoreV1(_Stored):
@@ -106,6 +115,7 @@ class StoredJudgementV1(_Stored):
     order_sensitivity: float | None = None
     grader_fingerprint: str | None = None
     regrade_of: str | None = None
+    rubric: RubricUseV1 | None = None
     reasons: str | None = None
     length_bias: float | None = None
     request: dict[str, Any]

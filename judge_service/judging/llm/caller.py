@@ -30,10 +30,17 @@ import time
 from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass, field, replace
 
-from judge_service.backends.base import Generation, GenerationRequest, JudgeBackend, ThinkingCall
+from judge_service.backends.base import (
+    THINKING_OFF,
+    Generation,
+    GenerationRequest,
+    JudgeBackend,
+    ThinkingCall,
+)
 from judge_service.backends.reasoning_split import neutralise_markers
 from judge_service.backends.thinking_profile import ThinkingProfile
 from judge_service.errors import InvalidGroupError, JudgeTimeoutError, NotReadyError, PromptTooLongError
+from judge_service.judging.llm.criteria import binary_names
 from judge_service.judging.llm.expected import expected_marks
 from judge_service.judging.llm.parser import (
     Mark,
@@ -90,6 +97,9 @@ class JudgeSettings:
     store_thinking: bool = True
     store_thinking_chars: int = 16384
     chat_template_sha256: str | None = None  # of JUDGE_CHAT_TEMPLATE, which changes every prompt
+    # Rubrics the judge writes (rubric_writer.py): items and extra instructions where a request names none.
+    rubric_items: int = 12
+    rubric_instructions: str | None = None
 
 
 # Why an answer has no expected marks, when the integer marks had to stand in.
@@ -106,6 +116,7 @@ class JudgeCall:
     answer_ids: tuple[str, ...]
     per_answer: bool = False  # the reply is one answer's criteria object
     reasons: bool = True  # the reply holds a reason before each mark; False: marks only
+    binary: frozenset[str] = frozenset()  # the checklist items: "met" where the others hold "mark"
 
 
 @dataclass
@@ -190,8 +201,16 @@ class JudgeCaller:
     def renderer(self) -> PromptRenderer:
         return self._renderer
 
-    def prompt_version(self, decoding: Decoding, *, reasons: bool = True) -> str:
-        return self._renderer.version_of(decoding, reasons=reasons)
+    @property
+    def max_context_tokens(self) -> int | None:
+        return self._backend.max_context_tokens
+
+    async def count_prompt_tokens(self, messages: list[dict[str, str]]) -> int | None:
+        """A prompt's tokens as the judge counts them (thinking off); None where it cannot tell."""
+        return await self._backend.count_prompt_tokens(messages, THINKING_OFF)
+
+    def prompt_version(self, decoding: Decoding, *, reasons: bool = True, checklist: bool = False) -> str:
+        return self._renderer.version_of(decoding, reasons=reasons, checklist=checklist)
 
     def check_decoding(self, decoding: Decoding) -> None:
         try:
@@ -233,6 +252,7 @@ class JudgeCaller:
         `reasons`: False asks for marks only (parser.py)."""
         s = self._settings
         names = [c.name for c in criteria]
+        binary = binary_names(criteria)
         ids = [a.id for a in answers]
         profile = self._backend.thinking_profile
         if profile is not None and profile.thinks:
@@ -241,12 +261,12 @@ class JudgeCaller:
         if decoding == "group":
             prompt = self._renderer.render(group, reasons=reasons)
             schema = output_schema(
-                ids, names, s.reason_max_chars, reason_words=s.reason_words, reasons=reasons
+                ids, names, s.reason_max_chars, reason_words=s.reason_words, reasons=reasons, binary=binary
             )
             call = await self._call(
                 prompt, schema, ids, len(names), request_id, group_id, None, thinking, reasons
             )
-            return [call]
+            return [replace(call, binary=binary)]
         prompts = self._renderer.render_per_answer(group, reasons=reasons)
         if alone is not None:
             others = replace(group, answers=[a for a in answers if a.id != alone])
@@ -254,8 +274,10 @@ class JudgeCaller:
             prompts = [
                 prompt if i == alone else next(without) for prompt, i in zip(prompts, ids, strict=True)
             ]
-        schema = answer_schema(names, s.reason_max_chars, reason_words=s.reason_words, reasons=reasons)
-        return list(
+        schema = answer_schema(
+            names, s.reason_max_chars, reason_words=s.reason_words, reasons=reasons, binary=binary
+        )
+        calls = list(
             await asyncio.gather(
                 *(
                     self._call(
@@ -273,6 +295,7 @@ class JudgeCaller:
                 )
             )
         )
+        return [replace(call, binary=binary) for call in calls]
 
     async def _call(
         self,
@@ -347,7 +370,8 @@ class JudgeCaller:
         return merged
 
     def _version(self, call: JudgeCall) -> str:
-        return self._renderer.version_of("per_answer" if call.per_answer else "group", reasons=call.reasons)
+        decoding: Decoding = "per_answer" if call.per_answer else "group"
+        return self._renderer.version_of(decoding, reasons=call.reasons, checklist=bool(call.binary))
 
     async def judge(self, call: JudgeCall, criteria: list[str]) -> JudgeOutcome:
         """One call, retried while its reply leaves an answer invalid (module docstring)."""
@@ -426,10 +450,10 @@ class JudgeCaller:
 
     def parse(self, text: str, call: JudgeCall, criteria: list[str]) -> ParsedJudgement:
         """A reply to `call`, as the call asked for it (one answer or many; with reasons or marks only)."""
-        limit, reasons = self._settings.reason_max_chars, call.reasons
+        limit, reasons, binary = self._settings.reason_max_chars, call.reasons, call.binary
         if call.per_answer:
-            return parse_answer(text, call.answer_ids[0], criteria, limit, reasons=reasons)
-        return parse_judgement(text, list(call.answer_ids), criteria, limit, reasons=reasons)
+            return parse_answer(text, call.answer_ids[0], criteria, limit, reasons=reasons, binary=binary)
+        return parse_judgement(text, list(call.answer_ids), criteria, limit, reasons=reasons, binary=binary)
 
     def _count_reply(self, reply: Generation, outcome: JudgeOutcome, thinking: ThinkingCall) -> None:
         """One attempt into the outcome's raw outputs, thinking records and usage, and the metrics."""

@@ -1,6 +1,13 @@
-"""The default rubric: used when a request names no criteria."""
+"""The default rubric (used when a request names no criteria), and how criteria become scores.
+
+Criteria are on a 1-5 scale (a mark) or binary (a checklist item, met or not; README, Rubrics). A
+checklist item's `kind` (essential, important, optional, pitfall) sets its default weight; a pitfall
+describes a mistake, and being met lowers the answer's score (answer_score).
+"""
 
 from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
 
 from judge_service.schemas import Criterion
 
@@ -34,3 +41,42 @@ DEFAULT_CRITERIA: tuple[Criterion, ...] = (
 
 def resolve_criteria(criteria: list[Criterion] | None) -> list[Criterion]:
     return list(criteria) if criteria else list(DEFAULT_CRITERIA)
+
+
+def scaled(criterion: Criterion, value: float) -> float:
+    """A mark (or expected mark) as a 0-1 score: (mark - 1) / 4 on 1-5; a binary item's value (1 met,
+    0 not, or the probability of met) as it is."""
+    return value if criterion.binary else (value - 1) / 4
+
+
+def answer_score(scores: Mapping[str, float], criteria: Sequence[Criterion]) -> float:
+    """An answer's overall score from its criterion scores: the weighted mean over the criteria that are
+    not pitfalls, less each pitfall's weight times its score (how surely it was met), relative to the same
+    total weight; clipped to 0-1 ("Rubrics as Rewards", explicit aggregation). Without pitfalls: the
+    plain weighted mean, as before checklists existed."""
+    positive = [c for c in criteria if not c.pitfall]
+    total = sum(c.effective_weight for c in positive)
+    gained = sum(scores[c.name] * c.effective_weight for c in positive)
+    lost = sum(scores[c.name] * c.effective_weight for c in criteria if c.pitfall)
+    return min(1.0, max(0.0, (gained - lost) / total))
+
+
+def criterion_config(criterion: Criterion) -> dict[str, object]:
+    """A criterion as the grader fingerprint hashes it: the original fields (the weight as applied), and
+    scale and kind only where set, so a rubric of 1-5 criteria hashes as it did before checklists."""
+    config: dict[str, object] = {
+        "name": criterion.name,
+        "description": criterion.description,
+        "mark_1": criterion.mark_1,
+        "mark_5": criterion.mark_5,
+        "weight": criterion.effective_weight,
+    }
+    if criterion.binary:
+        config["scale"] = criterion.scale
+    if criterion.kind is not None:
+        config["kind"] = criterion.kind
+    return config
+
+
+def binary_names(criteria: Sequence[Criterion]) -> frozenset[str]:
+    return frozenset(c.name for c in criteria if c.binary)

@@ -11,6 +11,9 @@ the criterion alone for a per-answer reply); in a marks-only reply (`bare`), for
 the key being the criterion. The token covering the digit gives the alternatives; an
 alternative counts for digit d when it reads the same as the generated token up to the digit and has d
 there, not followed by another digit (so "4", '":4' and "4}" all count for 4, "45" for none).
+A checklist item's `"met": true|false` (or, bare, the boolean under its key) is located the same way; its
+expected value is the probability of true: p(t) / (p(t) + p(f)) over the alternatives reading "t" or "f"
+where the generated token has its first letter.
 Whatever cannot be located (no log-probabilities, an unusual reply layout) simply has no expected
 mark: the caller says so and uses the integer mark.
 """
@@ -25,6 +28,7 @@ from collections.abc import Sequence
 from judge_service.backends.base import TokenLogprobs
 
 MARK_DIGITS = "12345"
+_BOOLEANS = ("true", "false")
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|true|false|null|[{}\[\]:,]|\s+|.')
 
 
@@ -63,8 +67,14 @@ def mark_positions(text: str, *, bare: bool = False) -> dict[tuple[str, ...], in
             except ValueError:
                 pending = None
             expecting_key = False
-        elif token[0].isdigit() and pending is not None and objects and objects[-1] and None not in keys[1:]:
-            if pending == "mark":
+        elif (
+            (token[0].isdigit() or token in _BOOLEANS)
+            and pending is not None
+            and objects
+            and objects[-1]
+            and None not in keys[1:]
+        ):
+            if pending in ("mark", "met"):
                 path = tuple(k for k in keys[1:] if k is not None)
             elif bare:
                 path = (*(k for k in keys[1:] if k is not None), pending)
@@ -107,6 +117,8 @@ def _token_at(starts: list[int], position: int) -> int:
 
 
 def _expected_at(token: TokenLogprobs, offset: int) -> float | None:
+    if token.token[offset : offset + 1] in ("t", "f"):
+        return _met_probability(token, offset)
     before = token.token[:offset]
     if token.token[offset : offset + 1] not in tuple(MARK_DIGITS):
         return None
@@ -123,3 +135,19 @@ def _expected_at(token: TokenLogprobs, offset: int) -> float | None:
     if total <= 0 or not math.isfinite(total):
         return None
     return sum(int(d) * w for d, w in weights.items()) / total
+
+
+def _met_probability(token: TokenLogprobs, offset: int) -> float | None:
+    """p(true) over the alternatives that read as the generated token up to `offset` and then "t" or "f"
+    (the engine's constrained decoding leaves no other value there)."""
+    before = token.token[:offset]
+    alternatives = dict(token.top)
+    alternatives.setdefault(token.token, token.logprob)
+    weights = {"t": 0.0, "f": 0.0}
+    for text, logprob in alternatives.items():
+        if text.startswith(before) and text[offset : offset + 1] in weights:
+            weights[text[offset]] += math.exp(logprob)
+    total = weights["t"] + weights["f"]
+    if total <= 0 or not math.isfinite(total):
+        return None
+    return weights["t"] / total

@@ -28,7 +28,15 @@ from judge_service.judging.json_text import extract_json
 from judge_service.judging.llm.caller import JudgeCall, JudgeCaller
 from judge_service.judging.llm.criteria import resolve_criteria
 from judge_service.judging.llm.parser import max_output_tokens, object_of, reason_schema
-from judge_service.schemas import Answer, Decoding, ExplainedReasons, StoredJudgement, Usage
+from judge_service.judging.llm.prompt import is_checklist
+from judge_service.schemas import (
+    Answer,
+    CriterionMark,
+    Decoding,
+    ExplainedReasons,
+    StoredJudgement,
+    Usage,
+)
 
 DECODINGS: tuple[Decoding, ...] = ("group", "per_answer")
 
@@ -39,15 +47,16 @@ async def explain_marks(
     """The reasons for `stored`'s marks (module docstring), in `reason_language` (an English language
     name, as the judged prompt asked); 409 where they cannot be written."""
     marks = _marks_to_explain(stored, caller.model_name)
-    decoding = _decoding_of(stored, caller)
     request = stored.request
     criteria = resolve_criteria(request.criteria)
+    checklist = is_checklist(criteria)
+    decoding = _decoding_of(stored, caller, checklist=checklist)
     names = [c.name for c in criteria]
     group = Group.of(request, stored.judgement_id, canary=canary)
     order = group.with_canary((stored.answer_orders or [[a.id for a in request.answers]])[0], 0)
     shown = {a.id: a for a in [*request.answers, *([canary] if canary is not None else [])]}
     if canary is not None and stored.canaries and stored.canaries[0].criteria:
-        marks[canary.id] = {name: m.mark for name, m in stored.canaries[0].criteria.items()}
+        marks[canary.id] = {name: _given(m) for name, m in stored.canaries[0].criteria.items()}
     calls = await caller.prepare(
         conversation=list(request.conversation),
         reference=request.reference,
@@ -85,7 +94,7 @@ async def explain_marks(
         answers={a.id: answers[a.id] for a in request.answers if a.id in answers},
         failures={a.id: failures[a.id] for a in request.answers if a.id in failures},
         judge_model=caller.model_name,
-        prompt_version=caller.renderer.explain_version(decoding),
+        prompt_version=caller.renderer.explain_version(decoding, checklist=checklist),
         usage=usage,
         created_at=datetime.now(UTC),
     )
@@ -95,7 +104,15 @@ def _id(answer: Answer | None) -> str | None:
     return None if answer is None else answer.id
 
 
-def _marks_to_explain(stored: StoredJudgement, model: str) -> dict[str, dict[str, int]]:
+Given = int | bool  # a mark, or a checklist item's met
+
+
+def _given(mark: CriterionMark) -> Given:
+    """What the judge wrote for a criterion: the mark, or for a checklist item whether it is met."""
+    return bool(mark.met) if mark.mark is None else mark.mark
+
+
+def _marks_to_explain(stored: StoredJudgement, model: str) -> dict[str, dict[str, Given]]:
     """Answer id -> criterion -> the integer mark, for every answer the judge marked; 409 unless this is a
     marks-only judgement by this judge's model."""
     if stored.judge_model is None or stored.reasons is None:
@@ -115,19 +132,19 @@ def _marks_to_explain(stored: StoredJudgement, model: str) -> dict[str, dict[str
             "reasons from another judge would not explain its marks",
             details={"judge_model": stored.judge_model, "model": model},
         )
-    marks: dict[str, dict[str, int]] = {}
+    marks: dict[str, dict[str, Given]] = {}
     for answer in stored.answers:
         if answer.criteria:
-            marks[answer.id] = {name: m.mark for name, m in answer.criteria.items()}
+            marks[answer.id] = {name: _given(m) for name, m in answer.criteria.items()}
     return marks
 
 
-def _decoding_of(stored: StoredJudgement, caller: JudgeCaller) -> Decoding:
+def _decoding_of(stored: StoredJudgement, caller: JudgeCaller, *, checklist: bool) -> Decoding:
     """The decoding whose marks-only prompt made the judgement; 409 when the prompt has changed since."""
     versions = {}
     for decoding in DECODINGS:
         try:
-            versions[caller.prompt_version(decoding, reasons=False)] = decoding
+            versions[caller.prompt_version(decoding, reasons=False, checklist=checklist)] = decoding
         except FileNotFoundError:
             continue
     if stored.prompt_version not in versions:
@@ -143,7 +160,7 @@ def _decoding_of(stored: StoredJudgement, caller: JudgeCaller) -> Decoding:
 async def _explain_call(
     caller: JudgeCaller,
     call: JudgeCall,
-    marks: dict[str, dict[str, int]],
+    marks: dict[str, dict[str, Given]],
     names: list[str],
     usage: Usage,
     canary_id: str | None,

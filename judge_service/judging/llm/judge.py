@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from judge_service.backends.readiness import Readiness
-from judge_service.errors import JudgeServiceError
+from judge_service.errors import InvalidGroupError, JudgeServiceError
 from judge_service.judging.base import AnswerGrade, Group, GroupGrades, ModelRun
 from judge_service.judging.language import LANGUAGE_NAMES, language_of
 from judge_service.judging.llm.admission import GroupAdmission
-from judge_service.judging.llm.caller import JudgeCaller, JudgeOutcome
-from judge_service.judging.llm.criteria import resolve_criteria
+from judge_service.judging.llm.caller import JudgeCaller, JudgeOutcome, JudgeSettings
+from judge_service.judging.llm.criteria import answer_score, criterion_config, resolve_criteria
 from judge_service.judging.llm.explain import explain_marks
 from judge_service.judging.llm.orders import (
     criterion_score,
@@ -36,11 +36,15 @@ from judge_service.judging.llm.orders import (
     order_sensitivity,
     shown_orders,
 )
+from judge_service.judging.llm.parser import Mark
+from judge_service.judging.llm.prompt import is_checklist
 from judge_service.judging.llm.reasons import writes_reasons
+from judge_service.judging.llm.rubric_writer import WrittenRubric, write_rubric
 from judge_service.judging.llm.thinking import OFF, ThinkingMode
 from judge_service.metrics import JudgeMetrics
 from judge_service.schemas import (
     Answer,
+    ChatMessage,
     Criterion,
     Decoding,
     ExplainedReasons,
@@ -49,6 +53,8 @@ from judge_service.schemas import (
     ScoreFrom,
     StoredJudgement,
     ThinkingInfo,
+    canonical_json,
+    sha256_hex,
 )
 
 JUDGE = "judge"
@@ -66,6 +72,9 @@ class JudgeOptions:
     reason_language: str | None = None  # a code, or "auto": the conversation's language
     thinking: ThinkingMode = OFF
     reasons: Reasons = "inline"
+    # Rubrics written per prompt (rubric "generate"): how they are written, which the fingerprint covers
+    # in place of each prompt's items (README, Rubrics).
+    rubric: str | None = None
 
 
 class LLMJudge:
@@ -97,6 +106,10 @@ class LLMJudge:
     def model_name(self) -> str:
         return self._caller.model_name
 
+    @property
+    def settings(self) -> JudgeSettings:
+        return self._caller.settings
+
     def options(self, request: JudgeRequest) -> JudgeOptions:
         s = self._caller.settings
         decoding = request.decoding or s.decoding
@@ -113,13 +126,57 @@ class LLMJudge:
             request.reason_language or s.reason_language,
             self._caller.thinking_mode(request.thinking, request.reasoning_effort),
             reasons,
+            self.rubric_config() if request.rubric == "generate" else None,
         )
+
+    def rubric_config(self) -> str:
+        """How rubric 'generate' writes a rubric (writer prompt, items, instructions), as the fingerprint
+        covers it; 422 where the prompt template has no rubric writer."""
+        s = self._caller.settings
+        instructions = s.rubric_instructions
+        return canonical_json(
+            {
+                "writer": self.rubric_writer_version(),
+                "items": s.rubric_items,
+                "instructions": None if instructions is None else sha256_hex(instructions),
+            }
+        )
+
+    def rubric_writer_version(self) -> str:
+        try:
+            return self._caller.renderer.rubric_version()
+        except FileNotFoundError as exc:
+            raise InvalidGroupError(f"rubrics cannot be written: {exc}") from None
+
+    async def write_rubric(
+        self,
+        conversation: list[ChatMessage],
+        reference: str,
+        *,
+        items: int,
+        instructions: str | None,
+        request_id: str,
+    ) -> WrittenRubric:
+        """A checklist rubric for a conversation, written by this judge (rubric_writer.py)."""
+        self._readiness.check_judging()
+        self.rubric_writer_version()
+        async with self._admission.slot():
+            return await write_rubric(
+                self._caller,
+                conversation,
+                reference,
+                items=items,
+                instructions=instructions,
+                request_id=request_id,
+            )
 
     def config(self, options: JudgeOptions) -> Mapping[str, Any]:
         s = self._caller.settings
         judge: dict[str, Any] = {
             "model": self._caller.model_name,
-            "prompt_version": self._caller.prompt_version(options.decoding),
+            "prompt_version": self._caller.prompt_version(
+                options.decoding, checklist=is_checklist(options.criteria)
+            ),
             "temperature": s.temperature,
             "reason_max_chars": s.reason_max_chars,
             "parse_retries": s.parse_retries,
@@ -145,7 +202,9 @@ class LLMJudge:
             judge["thinking"] = thinking
         if s.chat_template_sha256 is not None:
             judge["chat_template"] = s.chat_template_sha256
-        criteria = [c.model_dump() for c in options.criteria]
+        if options.rubric is not None:  # a rubric per prompt: how it is made, not each prompt's items
+            return {"judge": judge, "orders": options.orders, "rubric": options.rubric}
+        criteria = [criterion_config(c) for c in options.criteria]
         return {"judge": judge, "orders": options.orders, "criteria": criteria}
 
     def thinking_info(self) -> ThinkingInfo:
@@ -193,8 +252,7 @@ class LLMJudge:
         try:
             async with self._admission.slot():
                 admitted = time.perf_counter()
-                names = [c.name for c in criteria]
-                outcome = await judge_in_orders(self._caller, prepared, answer_ids, names)
+                outcome = await judge_in_orders(self._caller, prepared, answer_ids, criteria)
         except JudgeServiceError as exc:
             self._metrics.backend_errors.labels(code=exc.code).inc()
             raise
@@ -207,9 +265,7 @@ class LLMJudge:
             judge_ms=outcome.judge_ms,
             seed=seed if shuffle else None,
             orders=orders,
-            order_sensitivity=order_sensitivity(
-                outcome.order_parses, {c.name: c.weight for c in criteria}, caller_ids
-            ),
+            order_sensitivity=order_sensitivity(outcome.order_parses, criteria, caller_ids),
             thinking=outcome.thinking or None,
             reasons="inline" if inline else "none",
         )
@@ -233,26 +289,60 @@ def _answer_grade(
     if marks is None:
         reason = outcome.parsed.failures.get(answer_id, "the judge gave no marks for this answer")
         return AnswerGrade(None, reason)
-    scores = {c.name: criterion_score(outcome, answer_id, c.name, expected=expected) for c in criteria}
-    per_criterion = {
-        c.name: {
-            "mark": marks[c.name].mark,
-            "expected_mark": marks[c.name].expected,
-            "score": scores[c.name],
-            "reason": marks[c.name].reason,
-        }
-        for c in criteria
-    }
-    overall = sum(scores[c.name] * c.weight for c in criteria) / sum(c.weight for c in criteria)
-    explanation = "weighted mean of the judge's criterion scores"
+    scores = {c.name: criterion_score(outcome, answer_id, c, expected=expected) for c in criteria}
+    per_criterion = {c.name: _criterion_fields(c, marks[c.name], scores[c.name]) for c in criteria}
+    overall = answer_score(scores, criteria)
+    checklist = any(c.binary for c in criteria)
+    if checklist:
+        explanation = "rubric: " + _items_line(criteria, marks)
+    else:
+        explanation = "weighted mean of the judge's criterion scores"
     if expected:
         why_not = outcome.no_expected.get(answer_id)
+        explanation += ";" if checklist else ""
         explanation += (
             f" from integer marks where expected marks are missing ({why_not})"
             if why_not
             else " from expected marks"
         )
     return AnswerGrade(round(overall, 6), explanation, criteria=per_criterion)
+
+
+def _criterion_fields(criterion: Criterion, mark: Mark, score: float) -> dict[str, Any]:
+    """A criterion's fields in the answer's result (CriterionMark): the mark, or for a checklist item
+    whether it was met and how likely."""
+    if criterion.binary:
+        return {
+            "mark": None,
+            "met": bool(mark.mark),
+            "met_probability": mark.expected,
+            "score": score,
+            "reason": mark.reason,
+            "kind": criterion.kind,
+        }
+    return {
+        "mark": mark.mark,
+        "expected_mark": mark.expected,
+        "score": score,
+        "reason": mark.reason,
+        "kind": criterion.kind,
+    }
+
+
+def _items_line(criteria: list[Criterion], marks: Mapping[str, Mark]) -> str:
+    """Which checklist items were met, pitfalls apart: "met 5 of 7 items (item_1, ...); pitfalls hit:
+    item_9"."""
+    items = [c for c in criteria if c.binary and not c.pitfall]
+    met = [c.name for c in items if marks[c.name].mark]
+    line = f"met {len(met)} of {len(items)} items" + (f" ({', '.join(met)})" if met else "")
+    hit = [c.name for c in criteria if c.pitfall and marks[c.name].mark]
+    pitfalls = [c for c in criteria if c.pitfall]
+    if pitfalls:
+        line += f"; pitfalls hit: {', '.join(hit) if hit else 'none'} of {len(pitfalls)}"
+    scaled_ones = [c.name for c in criteria if not c.binary]
+    if scaled_ones:
+        line += f"; marked 1-5: {', '.join(scaled_ones)}"
+    return line + "; overall = weighted items met less pitfalls hit"
 
 
 def _reason_language(option: str | None, group: Group) -> str | None:

@@ -10,7 +10,8 @@ shows every answer once in every position. Duplicates are dropped (a group of tw
 orders), so a group may get fewer than k judge calls.
 
 Combining orders, per answer and criterion, over the orders in which the judge marked the answer:
-`score` is the exact mean of the scaled marks (mark - 1) / 4, `mark` the mean mark rounded half up
+`score` is the exact mean of the scaled marks ((mark - 1) / 4; a checklist item's 1 or 0), `mark` the
+mean mark rounded half up (a checklist item: met in at least half the orders)
 (so `mark` and `score` may disagree slightly), `expected` the mean expected mark (when every such
 order has one), and `reason` comes from the first such order. An
 answer is unscored only when no order marked it. The group's order sensitivity is the mean, over
@@ -24,11 +25,12 @@ import hashlib
 import math
 import random
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from judge_service.judging.llm.caller import JudgeCall, JudgeCaller, JudgeOutcome, gather_outcomes
+from judge_service.judging.llm.criteria import answer_score, scaled
 from judge_service.judging.llm.parser import Mark, ParsedJudgement
-from judge_service.schemas import MAX_ORDERS
+from judge_service.schemas import MAX_ORDERS, Criterion
 
 
 def order_seed(judgement_id: str) -> int:
@@ -51,16 +53,17 @@ def shown_orders(answer_ids: Sequence[str], *, seed: int, count: int, shuffle: b
 
 
 async def judge_in_orders(
-    judge: JudgeCaller, orders: Sequence[list[JudgeCall]], answer_ids: list[str], criteria: list[str]
+    judge: JudgeCaller, orders: Sequence[list[JudgeCall]], answer_ids: list[str], criteria: list[Criterion]
 ) -> JudgeOutcome:
     """Judge each prepared order concurrently and combine (module docstring); one order: as it is.
 
     Any order's error fails the group, as a single call's would: its marks would be one-sided.
     """
+    names = [c.name for c in criteria]
     if len(orders) == 1:
-        return await judge.judge_order(orders[0], criteria)
+        return await judge.judge_order(orders[0], names)
     started = time.perf_counter()
-    outcomes = await gather_outcomes(judge.judge_order(calls, criteria) for calls in orders)
+    outcomes = await gather_outcomes(judge.judge_order(calls, names) for calls in orders)
     combined = JudgeOutcome(
         parsed=ParsedJudgement(),
         prompt_version=outcomes[0].prompt_version,
@@ -74,7 +77,7 @@ async def judge_in_orders(
 
 
 def combine_orders(
-    parses: Sequence[ParsedJudgement], answer_ids: Sequence[str], criteria: Sequence[str]
+    parses: Sequence[ParsedJudgement], answer_ids: Sequence[str], criteria: Sequence[Criterion]
 ) -> tuple[ParsedJudgement, dict[str, dict[str, float]]]:
     """(marks with rounded mean marks and the first reason, answer -> criterion -> mean score)."""
     combined = ParsedJudgement()
@@ -90,9 +93,10 @@ def combine_orders(
             continue
         means[answer_id] = {}
         combined.marks[answer_id] = {}
-        for name in criteria:
+        for criterion in criteria:
+            name = criterion.name
             mean_mark = sum(m[name].mark for m in marked) / len(marked)
-            means[answer_id][name] = (mean_mark - 1) / 4
+            means[answer_id][name] = scaled(criterion, mean_mark)
             rounded = math.floor(mean_mark + 0.5)  # half up: 2.5 -> 3, unlike round()
             expected = [m[name].expected for m in marked]
             mean_expected = None if None in expected else round(sum(expected) / len(expected), 6)  # type: ignore[arg-type]
@@ -101,32 +105,31 @@ def combine_orders(
 
 
 def criterion_score(
-    outcome: JudgeOutcome, answer_id: str, criterion: str, *, expected: bool = False
+    outcome: JudgeOutcome, answer_id: str, criterion: Criterion, *, expected: bool = False
 ) -> float:
-    """The 0-1 score of one criterion: with `expected`, (expected mark - 1) / 4 where the mark has one;
-    else the mean over orders when combined, else (mark - 1) / 4."""
-    if expected:
-        value = outcome.parsed.marks[answer_id][criterion].expected
-        if value is not None:
-            return (value - 1) / 4
-    mean = outcome.mean_scores.get(answer_id, {}).get(criterion)
+    """The 0-1 score of one criterion: with `expected`, the scaled expected mark (a checklist item: the
+    probability of met) where the mark has one; else the mean over orders when combined, else the
+    scaled mark."""
+    mark = outcome.parsed.marks[answer_id][criterion.name]
+    if expected and mark.expected is not None:
+        return scaled(criterion, mark.expected)
+    mean = outcome.mean_scores.get(answer_id, {}).get(criterion.name)
     if mean is not None:
         return mean
-    return (outcome.parsed.marks[answer_id][criterion].mark - 1) / 4
+    return scaled(criterion, mark.mark)
 
 
 def order_sensitivity(
-    parses: Sequence[ParsedJudgement], weights: Mapping[str, float], answer_ids: Sequence[str]
+    parses: Sequence[ParsedJudgement], criteria: Sequence[Criterion], answer_ids: Sequence[str]
 ) -> float | None:
     """Mean over `answer_ids` marked in 2+ orders of max - min of their overall score (a canary's spread
     is not the caller's figure); None below 2 orders."""
     if len(parses) < 2:
         return None
-    total = sum(weights.values())
     spreads = []
     for answer_id in answer_ids:
         overall = [
-            sum((p.marks[answer_id][name].mark - 1) / 4 * w for name, w in weights.items()) / total
+            answer_score({c.name: scaled(c, p.marks[answer_id][c.name].mark) for c in criteria}, criteria)
             for p in parses
             if answer_id in p.marks
         ]

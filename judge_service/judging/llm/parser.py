@@ -5,6 +5,10 @@ before the mark so the model explains itself before committing to a number. Mark
 "none"): {"<answer id>": {"<criterion>": 1-5, ...}, ...}, the most compact form a judge can write: about
 19 tokens an answer for four criteria, where {"<criterion>": {"mark": 1-5}} takes 34.
 
+Checklist items (binary criteria, README Rubrics) hold "met" (true or false) where a mark would be:
+{"<item>": {"reason": "...", "met": true}}, or the bare boolean in marks only. A parsed item's Mark has
+mark 1 (met) or 0 (not met), and its expected value is the probability of met.
+
 Parsing is pure and total: it never raises on judge text. Each expected answer either gets marks for
 every criterion or a failure message; an unreadable reply fails every answer with the same message.
 A key repeated in a JSON object (an answer id or a criterion) is ambiguous, so that entry fails rather
@@ -58,6 +62,18 @@ def mark_schema(reason_max_chars: int, *, reason_words: bool = False) -> dict[st
 
 
 MARK_ONLY: dict[str, Any] = {"type": "integer", "enum": [1, 2, 3, 4, 5]}
+MET_ONLY: dict[str, Any] = {"type": "boolean"}
+
+
+def met_schema(reason_max_chars: int, *, reason_words: bool = False) -> dict[str, Any]:
+    """One checklist item's {"reason", "met"}; the reason first, as for marks."""
+    reason = reason_schema(reason_max_chars, reason_words=reason_words)
+    return {
+        "type": "object",
+        "properties": {"reason": reason, "met": MET_ONLY},
+        "required": ["reason", "met"],
+        "additionalProperties": False,
+    }
 
 
 def object_of(keys: list[str], value: dict[str, Any]) -> dict[str, Any]:
@@ -71,12 +87,21 @@ def object_of(keys: list[str], value: dict[str, Any]) -> dict[str, Any]:
 
 
 def answer_schema(
-    criteria: list[str], reason_max_chars: int, *, reason_words: bool = False, reasons: bool = True
+    criteria: list[str],
+    reason_max_chars: int,
+    *,
+    reason_words: bool = False,
+    reasons: bool = True,
+    binary: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """One answer's marks, {"<criterion>": {"reason", "mark"}, ...} (or {"<criterion>": mark, ...} without
-    reasons): a per-answer call's whole reply."""
+    reasons; "met" for the `binary` ones): a per-answer call's whole reply."""
     mark = mark_schema(reason_max_chars, reason_words=reason_words) if reasons else MARK_ONLY
-    return object_of(criteria, mark)
+    schema = object_of(criteria, mark)
+    if binary:
+        met = met_schema(reason_max_chars, reason_words=reason_words) if reasons else MET_ONLY
+        schema["properties"] = {name: met if name in binary else mark for name in criteria}
+    return schema
 
 
 def output_schema(
@@ -86,8 +111,11 @@ def output_schema(
     *,
     reason_words: bool = False,
     reasons: bool = True,
+    binary: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
-    per_answer = answer_schema(criteria, reason_max_chars, reason_words=reason_words, reasons=reasons)
+    per_answer = answer_schema(
+        criteria, reason_max_chars, reason_words=reason_words, reasons=reasons, binary=binary
+    )
     return object_of(answer_ids, per_answer)
 
 
@@ -109,9 +137,11 @@ def max_output_tokens(
 
 @dataclass(frozen=True)
 class Mark:
-    mark: int
+    mark: int  # 1-5; a checklist item: 1 met, 0 not met
     reason: str | None  # None: a marks-only reply
-    expected: float | None = None  # the probability-weighted mark (expected.py); None: not available
+    expected: float | None = (
+        None  # the probability-weighted mark, or of met (expected.py); None: not available
+    )
 
 
 @dataclass
@@ -133,6 +163,7 @@ def parse_judgement(
     reason_max_chars: int = 1000,
     *,
     reasons: bool = True,
+    binary: frozenset[str] = frozenset(),
 ) -> ParsedJudgement:
     result = ParsedJudgement()
     try:
@@ -157,7 +188,7 @@ def parse_judgement(
             result.failures[answer_id] = "the judge's reply has more than one entry for this answer"
             result.problems.add("duplicate_answer")
             continue
-        marks, problem = _marks_for(entry, criteria, reason_max_chars, reasons=reasons)
+        marks, problem = _marks_for(entry, criteria, reason_max_chars, reasons=reasons, binary=binary)
         if problem:
             result.problems.add(problem[0])
             result.failures[answer_id] = problem[1]
@@ -173,6 +204,7 @@ def parse_answer(
     reason_max_chars: int = 1000,
     *,
     reasons: bool = True,
+    binary: frozenset[str] = frozenset(),
 ) -> ParsedJudgement:
     """A per-answer reply: one answer's criteria object. Also accepted: that object under the answer's
     id, or a list/wrapper holding it (backends without constrained decoding)."""
@@ -184,8 +216,8 @@ def parse_answer(
         result.problems.add("unreadable")
         return result
     if isinstance(data, list) or (isinstance(data, dict) and {answer_id, *_WRAPPERS} & set(data)):
-        return parse_judgement(text, [answer_id], criteria, reason_max_chars, reasons=reasons)
-    marks, problem = _marks_for(data, criteria, reason_max_chars, reasons=reasons)
+        return parse_judgement(text, [answer_id], criteria, reason_max_chars, reasons=reasons, binary=binary)
+    marks, problem = _marks_for(data, criteria, reason_max_chars, reasons=reasons, binary=binary)
     if problem:
         result.problems.add(problem[0])
         result.failures[answer_id] = problem[1]
@@ -228,32 +260,44 @@ def _entries_by_id(data: Any, result: ParsedJudgement) -> dict[str, Any]:
 
 
 def _marks_for(
-    entry: Any, criteria: list[str], reason_max_chars: int, *, reasons: bool = True
+    entry: Any,
+    criteria: list[str],
+    reason_max_chars: int,
+    *,
+    reasons: bool = True,
+    binary: frozenset[str] = frozenset(),
 ) -> tuple[dict[str, Mark], tuple[str, str] | None]:
     """The entry's marks, or ({}, (problem kind, message)). Without reasons a criterion's value is the
-    mark itself (or, from a judge that wrote more than asked, an object with a "mark")."""
+    mark itself (or, from a judge that wrote more than asked, an object with a "mark"); a checklist item
+    (`binary`) holds "met" where the others hold "mark"."""
     if not isinstance(entry, dict):
         return {}, ("invalid_entry", f"the entry is {type(entry).__name__}, not an object of criteria")
     marks: dict[str, Mark] = {}
     for name in criteria:
         raw = entry.get(name)
+        key, read, expected_value = (
+            ("met", _as_met, "true or false") if name in binary else ("mark", _as_mark, "an integer 1-5")
+        )
         if isinstance(raw, Duplicate):
             return {}, ("invalid_entry", f"criterion '{name}' appears more than once")
         if not reasons and raw is not None and not isinstance(raw, dict):
-            bare = _as_mark(raw)
+            bare = read(raw)
             if bare is None:
-                return {}, ("invalid_mark", f"criterion '{name}' has mark {raw!r}; expected an integer 1-5")
+                return {}, (
+                    "invalid_mark",
+                    f"criterion '{name}' has {key} {raw!r}; expected {expected_value}",
+                )
             marks[name] = Mark(mark=bare, reason=None)
             continue
         if not isinstance(raw, dict):
             return {}, ("missing_criterion", f"criterion '{name}' is missing or not an object")
-        if isinstance(raw.get("mark"), Duplicate) or isinstance(raw.get("reason"), Duplicate):
-            return {}, ("invalid_entry", f"criterion '{name}' has a repeated 'mark' or 'reason'")
-        mark = _as_mark(raw.get("mark"))
+        if isinstance(raw.get(key), Duplicate) or isinstance(raw.get("reason"), Duplicate):
+            return {}, ("invalid_entry", f"criterion '{name}' has a repeated '{key}' or 'reason'")
+        mark = read(raw.get(key))
         if mark is None:
             return {}, (
                 "invalid_mark",
-                f"criterion '{name}' has mark {raw.get('mark')!r}; expected an integer 1-5",
+                f"criterion '{name}' has {key} {raw.get(key)!r}; expected {expected_value}",
             )
         reason = raw.get("reason")
         if not reasons:
@@ -263,6 +307,21 @@ def _marks_for(
             return {}, ("missing_reason", f"criterion '{name}' has no reason")
         marks[name] = Mark(mark=mark, reason=reason.strip()[:reason_max_chars])
     return marks, None
+
+
+_MET_WORDS = {"yes": 1, "met": 1, "true": 1, "no": 0, "not met": 0, "false": 0}
+
+
+def _as_met(value: Any) -> int | None:
+    """A checklist item's met (1) or not (0): a boolean, or from judges without constrained decoding
+    "yes"/"no" or 1/0."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, str):
+        return _MET_WORDS.get(value.strip().lower())
+    if isinstance(value, int) and value in (0, 1):
+        return value
+    return None
 
 
 def _as_mark(value: Any) -> int | None:

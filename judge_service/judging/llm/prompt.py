@@ -10,6 +10,9 @@ Two decodings (judging/llm/caller.py), each with its own pair of templates and i
   share every token up to it and the engine's prefix cache computes the group once.
 A template folder without the per_answer files serves the group decoding only.
 
+Checklist rubrics (any binary criterion, README Rubrics) take checklist_system.j2 for the system message in
+both decodings, with and without reasons (its own version), and the user message of the decoding.
+
 Marks only (reasons "none") swaps the system message for marks_system.j2 / per_answer_marks_system.j2:
 same rules, no reasons asked. Reasons written afterwards (explain.py) continue that conversation: the
 marks-only prompt, the judge's marks as its reply, then explain_user.j2 asking why; the prompt up to the
@@ -35,6 +38,8 @@ _PARTS: dict[tuple[Decoding, bool], tuple[str, str]] = {
     ("per_answer", False): ("per_answer_marks_system.j2", "per_answer_user.j2"),
 }
 EXPLAIN = "explain_user.j2"
+CHECKLIST = "checklist_system.j2"
+RUBRIC = ("rubric_system.j2", "rubric_user.j2")  # the rubric writer's (judging/llm/rubric_writer.py)
 
 
 REASON_LANGUAGE_LINE = "Write every reason in {}."
@@ -58,7 +63,11 @@ class RenderedPrompt:
     version: str  # "<template>@<sha256 prefix of the template files>"
 
 
-PromptKind = tuple[Decoding, bool]  # (decoding, reasons inline)
+PromptKind = tuple[Decoding, bool, bool]  # (decoding, reasons inline, checklist)
+
+
+def is_checklist(criteria: list[Criterion] | tuple[Criterion, ...]) -> bool:
+    return any(c.binary for c in criteria)
 
 
 class PromptRenderer:
@@ -78,28 +87,35 @@ class PromptRenderer:
         )
         self._versions: dict[PromptKind, str] = {}
         self._templates: dict[PromptKind, tuple[jinja2.Template, jinja2.Template]] = {}
-        for kind, parts in _PARTS.items():
-            if all((folder / p).is_file() for p in parts):
-                self._versions[kind] = f"{template}@{_digest(folder, parts)}"
-                system, user = (self._env.get_template(p) for p in parts)
-                self._templates[kind] = (system, user)
-        self.version = self._versions["group", True]
+        for (decoding, reasons), parts in _PARTS.items():
+            for checklist, used in ((False, parts), (True, (CHECKLIST, parts[1]))):
+                if all((folder / p).is_file() for p in used):
+                    kind = (decoding, reasons, checklist)
+                    self._versions[kind] = f"{template}@{_digest(folder, used)}"
+                    system, user = (self._env.get_template(p) for p in used)
+                    self._templates[kind] = (system, user)
+        self.version = self._versions["group", True, False]
         self._explain = self._env.get_template(EXPLAIN) if (folder / EXPLAIN).is_file() else None
+        self._rubric = None
+        if all((folder / p).is_file() for p in RUBRIC):
+            self._rubric = tuple(self._env.get_template(p) for p in RUBRIC)
+            self._rubric_version = f"{template}@{_digest(folder, RUBRIC)}"
         # The system message depends only on the rubric, which most groups share.
         self._system_for = functools.lru_cache(maxsize=256)(self._render_system)
 
-    def version_of(self, decoding: Decoding, *, reasons: bool = True) -> str:
-        if (decoding, reasons) not in self._versions:
-            parts = ", ".join(_PARTS[decoding, reasons])
+    def version_of(self, decoding: Decoding, *, reasons: bool = True, checklist: bool = False) -> str:
+        if (decoding, reasons, checklist) not in self._versions:
+            system, user = _PARTS[decoding, reasons]
+            parts = ", ".join((CHECKLIST if checklist else system, user))
             raise FileNotFoundError(f"prompt template {self._folder.name} lacks {parts}")
-        return self._versions[decoding, reasons]
+        return self._versions[decoding, reasons, checklist]
 
-    def explain_version(self, decoding: Decoding) -> str:
+    def explain_version(self, decoding: Decoding, *, checklist: bool = False) -> str:
         """The version of the prompt that asks for reasons afterwards: the marks-only prompt and the
         explain template (ExplainedReasons.prompt_version)."""
         if self._explain is None:
             raise FileNotFoundError(f"prompt template {self._folder.name} lacks {EXPLAIN}")
-        marks = self.version_of(decoding, reasons=False)
+        marks = self.version_of(decoding, reasons=False, checklist=checklist)
         return f"{marks}+{_digest(self._folder, (EXPLAIN,))}"
 
     def render_explain(self, answer_ids: list[str] | None, reason_max_chars: int) -> str:
@@ -109,13 +125,34 @@ class PromptRenderer:
             raise FileNotFoundError(f"prompt template {self._folder.name} lacks {EXPLAIN}")
         return self._explain.render(answers=answer_ids or [], reason_max_chars=reason_max_chars)
 
+    def rubric_version(self) -> str:
+        """The version of the rubric writer's prompt (part of every generated rubric's id)."""
+        if self._rubric is None:
+            raise FileNotFoundError(f"prompt template {self._folder.name} lacks {', '.join(RUBRIC)}")
+        return self._rubric_version
+
+    def render_rubric(
+        self, conversation: list[ChatMessage], reference: str, items: int, instructions: str | None
+    ) -> RenderedPrompt:
+        """The prompt asking the judge to write a checklist of `items` items for a conversation."""
+        version = self.rubric_version()
+        assert self._rubric is not None
+        system, user = self._rubric
+        shown = {"conversation": conversation, "reference": reference, "items": items}
+        return RenderedPrompt(
+            messages=[
+                {"role": "system", "content": system.render(items=items)},
+                {"role": "user", "content": user.render(**shown, instructions=instructions)},
+            ],
+            version=version,
+        )
+
     def render(self, group: GroupContent, *, reasons: bool = True) -> RenderedPrompt:
         """The group decoding's prompt: every answer, marked in one reply."""
-        version = self.version_of("group", reasons=reasons)
-        system = self._system_for(
-            ("group", reasons), tuple(group.criteria), group.reason_max_chars, group.reason_language
-        )
-        user = self._templates["group", reasons][1].render(
+        kind: PromptKind = ("group", reasons, is_checklist(group.criteria))
+        version = self.version_of("group", reasons=reasons, checklist=kind[2])
+        system = self._system_for(kind, tuple(group.criteria), group.reason_max_chars, group.reason_language)
+        user = self._templates[kind][1].render(
             conversation=group.conversation,
             reference=group.reference,
             answers=group.answers,
@@ -128,11 +165,10 @@ class PromptRenderer:
 
     def render_per_answer(self, group: GroupContent, *, reasons: bool = True) -> list[RenderedPrompt]:
         """The per-answer decoding's prompts, one per answer in the order shown, each naming its answer."""
-        version = self.version_of("per_answer", reasons=reasons)
-        system = self._system_for(
-            ("per_answer", reasons), tuple(group.criteria), group.reason_max_chars, group.reason_language
-        )
-        user = self._templates["per_answer", reasons][1]
+        kind: PromptKind = ("per_answer", reasons, is_checklist(group.criteria))
+        version = self.version_of("per_answer", reasons=reasons, checklist=kind[2])
+        system = self._system_for(kind, tuple(group.criteria), group.reason_max_chars, group.reason_language)
+        user = self._templates[kind][1]
         shown = {
             "conversation": group.conversation,
             "reference": group.reference,
@@ -157,7 +193,12 @@ class PromptRenderer:
         reason_max_chars: int,
         reason_language: str | None,
     ) -> str:
-        system = self._templates[kind][0].render(criteria=criteria, reason_max_chars=reason_max_chars)
+        system = self._templates[kind][0].render(
+            criteria=criteria,
+            reason_max_chars=reason_max_chars,
+            per_answer=kind[0] == "per_answer",
+            reasons=kind[1],
+        )
         # Added by code, not the templates: without a language the prompt (and its version) is as before.
         return f"{system}\n\n{REASON_LANGUAGE_LINE.format(reason_language)}" if reason_language else system
 
