@@ -55,7 +55,7 @@ def scores_of(stored: StoredJudgement, score_from: ScoreFrom) -> dict[str, tuple
     """Answer id -> (shown position, overall 0-1 score from marks or expected marks), scored answers.
     An expected mark the judge did not give is replaced by the integer mark (counted by stand_ins)."""
     criteria = resolve_criteria(stored.request.criteria)
-    total = sum(c.weight for c in criteria)
+    total = sum(c.effective_weight for c in criteria)
     shown = (stored.answer_orders or [[a.id for a in stored.request.answers]])[0]
     result = {}
     for answer in stored.answers:
@@ -66,7 +66,7 @@ def scores_of(stored: StoredJudgement, score_from: ScoreFrom) -> dict[str, tuple
             mark = answer.criteria[c.name]
             expected = mark.expected_mark if score_from == "expected" else None
             values[c.name] = expected if expected is not None else mark.mark
-        overall = sum((values[c.name] - 1) / 4 * c.weight for c in criteria) / total
+        overall = sum((values[c.name] - 1) / 4 * c.effective_weight for c in criteria) / total
         result[answer.id] = (shown.index(answer.id), overall)
     return result
 

@@ -392,17 +392,21 @@ class JudgeRequest(StrictModel):
     canaries: Canaries | None = Field(default=None, description=CANARIES_DESCRIPTION)
 
     @model_validator(mode="after")
-    def _unique_ids(self, info: ValidationInfo) -> JudgeRequest:
+    def _unique_ids(self) -> JudgeRequest:
+        # Criteria beside a rubric are refused where the rubric is applied (service/rubrics.py): a judged
+        # request holds both, the rubric and the items it was judged on.
         _refuse_duplicates("answer id", [a.id for a in self.answers])
-        if info.context != STORED:  # stored with its rubric's items resolved into `criteria`
-            _check_criteria(self.criteria, self.rubric)
+        _check_criteria(self.criteria, None)
         return self
+
+
+CRITERIA_AND_RUBRIC = "give criteria or a rubric, not both: a rubric is the request's criteria"
 
 
 def _check_criteria(criteria: list[Criterion] | None, rubric: str | None) -> None:
     if criteria is not None:
         if rubric is not None:
-            raise ValueError("give criteria or a rubric, not both: a rubric is the request's criteria")
+            raise ValueError(CRITERIA_AND_RUBRIC)
         _refuse_duplicates("criterion name", [c.name for c in criteria])
         if all(c.pitfall for c in criteria):
             raise ValueError("criteria need at least one that is not a pitfall: pitfalls only lower a score")
@@ -456,7 +460,7 @@ class MemberRequest(StrictModel):
 
     @model_validator(mode="after")
     def _checked_criteria(self) -> MemberRequest:
-        _check_criteria(self.criteria, self.rubric)
+        _check_criteria(self.criteria, None)
         return self
 
     def group_fields(self) -> dict[str, Any]:

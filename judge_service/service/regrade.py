@@ -6,9 +6,9 @@ the stored `terms`, since terms override a grader name), `terms`, `criteria`, `o
 `score_from`, `reasons`, `thinking`, `reasoning_effort`, and `as_run_id`
 to file the new judgements under another run. A judgement made on a rubric is regraded on the same items
 (the stored request holds them) unless `criteria` or `rubric` replace them. The stored shuffle seed is
-reused, so the judge sees the answers in the same order and only the configuration differs. A run is regraded a page at a time
-(`limit`, then `cursor` = the previous `next_cursor`), and only its original judgements, not earlier
-regrades.
+reused, so the judge sees the answers in the same order and only the configuration differs. A run is
+regraded a page at a time (`limit`, then `cursor` = the previous `next_cursor`), and only its original
+judgements, not earlier regrades.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from __future__ import annotations
 from pydantic import ValidationError
 
 from judge_service.errors import InvalidGroupError
-from judge_service.schemas import STORED, JudgeRequest, RegradeRequest, StoredJudgement
+from judge_service.schemas import JudgeRequest, RegradeRequest, StoredJudgement
 
 
 def regraded_request(old: StoredJudgement, overrides: RegradeRequest) -> JudgeRequest:
@@ -39,10 +39,8 @@ def regraded_request(old: StoredJudgement, overrides: RegradeRequest) -> JudgeRe
         data["run_id"] = overrides.as_run_id
     if data.get("seed") is None and old.order_seed is not None:
         data["seed"] = old.order_seed
-    # Read as stored (the overrides were checked as a RegradeRequest): the request may hold a rubric and
-    # the items it was judged on, which a caller's request may not.
     try:
-        return JudgeRequest.model_validate(data, context=STORED)
+        return JudgeRequest.model_validate(data)
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:5])
         raise InvalidGroupError(f"the overrides do not make a valid request: {problems}") from exc

@@ -25,6 +25,7 @@ from judge_service.judging.llm.criteria import criterion_config
 from judge_service.judging.registry import GraderRegistry
 from judge_service.metrics import JudgeMetrics
 from judge_service.schemas import (
+    CRITERIA_AND_RUBRIC,
     Criterion,
     JudgeRequest,
     Rubric,
@@ -175,8 +176,10 @@ class RubricService:
         `known`: the rubric of the judgement a regrade re-scores, whose items the request already holds."""
         if request.rubric is None:
             return request, None
-        if request.criteria is not None:  # a regrade replaying the items it was judged on
-            return request, known
+        if request.criteria is not None:
+            if known is None:
+                raise InvalidGroupError(CRITERIA_AND_RUBRIC, details={"rubric": request.rubric})
+            return request, known  # a regrade replaying the items it was judged on
         if request.rubric == "generate":
             rubric = await self.write(
                 RubricRequest(conversation=request.conversation, reference=request.reference)

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from judge_service.errors import InvalidGroupError
-from judge_service.schemas import JudgeRequest, RegradeRequest, StoredJudgement, Timings, Usage
+from judge_service.schemas import Criterion, JudgeRequest, RegradeRequest, StoredJudgement, Timings, Usage
 from judge_service.service.regrade import regraded_request
 from tests.unit.requests import CRITERION, request
 
@@ -47,9 +47,19 @@ def test_regraded_request_applies_overrides_and_keeps_the_shown_order() -> None:
 
 
 def test_overrides_that_break_the_request_are_an_invalid_group() -> None:
-    overrides = RegradeRequest(judgement_ids=["x"], criteria=[CRITERION, CRITERION])
+    with pytest.raises(ValueError, match="criterion name must be unique"):  # refused as sent, too
+        RegradeRequest(judgement_ids=["x"], criteria=[CRITERION, CRITERION])
+    one = Criterion.model_validate(CRITERION)
+    overrides = RegradeRequest.model_construct(judgement_ids=["x"], criteria=[one, one], **_UNSET_OVERRIDES)
     with pytest.raises(InvalidGroupError, match="criterion name must be unique"):
         regraded_request(stored(request()), overrides)
+
+
+_UNSET_OVERRIDES = {
+    name: field.default
+    for name, field in RegradeRequest.model_fields.items()
+    if name not in ("judgement_ids", "criteria")
+}
 
 
 def test_regrade_request_needs_exactly_one_source() -> None:
