@@ -84,7 +84,7 @@ async def test_regrade_a_run_pages_through_it_all_and_links_the_new_judgements(
         cursors = [body.get("cursor") for body in transport.regrades]
         assert cursors[0] is None and None not in cursors[1:] and len(set(cursors)) == len(cursors) > 2
         assert all(
-            body["limit"] == 2 and body["criteria"] == [{**CRITERION, "weight": None, "scale": "1-5", "kind": None}]
+            body["limit"] == 2 and body["criteria"] == [{**CRITERION, "scale": "1-5"}]
             for body in transport.regrades
         )
 
