@@ -180,10 +180,9 @@ class RubricService:
             if known is None:
                 raise InvalidGroupError(CRITERIA_AND_RUBRIC, details={"rubric": request.rubric})
             return request, known  # a regrade replaying the items it was judged on
-        if request.rubric == "generate":
-            rubric = await self.write(
-                RubricRequest(conversation=request.conversation, reference=request.reference)
-            )
+        if request.rubric == "generate":  # the prompt's rubric, as last edited
+            asked = RubricRequest(conversation=request.conversation, reference=request.reference)
+            rubric = await self.get((await self.write(asked)).id)
         else:
             found_id, version = parse_ref(request.rubric)
             try:

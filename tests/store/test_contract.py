@@ -13,8 +13,12 @@ from judge_service.errors import InvalidGroupError
 from judge_service.schemas import (
     MAX_STEP,
     MAX_TEXT_CHARS,
+    ChatMessage,
+    Criterion,
     ExplainedReasons,
     JudgeResponse,
+    Rubric,
+    RubricRequest,
     RuleOptions,
     Usage,
 )
@@ -350,3 +354,32 @@ async def test_reasons_written_afterwards_are_kept_apart_and_the_first_stay(stor
     racing = await asyncio.gather(*(store.save_explained("explained-2", _reasons(f"r{i}")) for i in range(5)))
     assert len({r.answers["a0"]["correctness"] for r in racing}) == 1
     assert await store.explained_of("explained-2") == racing[0]
+
+
+def _rubric(version: int, description: str) -> Rubric:
+    item = Criterion(name="item_1", description=description, scale="binary", kind="essential")
+    return Rubric(
+        id="rb_" + "0" * 24,
+        version=version,
+        sha256=description,
+        criteria=[item],
+        source="generated" if version == 1 else "edited",
+        request=RubricRequest(conversation=[ChatMessage(role="user", content="q")], reference="r", items=3),
+        judge_model="m" if version == 1 else None,
+        prompt_version="judge_group@x",
+        created_at=datetime.now(UTC),
+    )
+
+
+async def test_rubric_versions_are_kept_and_the_first_writer_of_a_version_wins(store: JudgementStore) -> None:
+    rubric_id = "rb_" + "0" * 24
+    assert await store.rubric(rubric_id) is None
+    first = _rubric(1, "Gives 42")
+    racing = await asyncio.gather(*(store.save_rubric(_rubric(1, f"Gives {i}")) for i in range(4)))
+    assert all(r == racing[0] for r in racing)  # one version 1, whoever wrote it
+    assert await store.save_rubric(first) == racing[0]
+    edited = await store.save_rubric(_rubric(2, "Gives 43"))
+    assert edited.version == 2
+    assert await store.rubric(rubric_id) == edited  # the latest
+    assert await store.rubric(rubric_id, 1) == racing[0]  # an earlier version stays
+    assert await store.rubric(rubric_id, 3) is None
