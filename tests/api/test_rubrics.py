@@ -73,9 +73,8 @@ def test_a_rubric_is_written_once_stored_and_read_back(client: TestClient, fake_
 
 def test_edits_add_versions_and_old_versions_stay(client: TestClient) -> None:
     written = ok(client.post("/v1/rubrics", json=rubric_body(items=3)))
-    items = written["criteria"][:2] + [
-        {"name": "units", "description": "Says the unit (apples)", "scale": "binary", "kind": "optional"}
-    ]
+    units = {"name": "units", "description": "Says the unit (apples)", "scale": "binary", "kind": "optional"}
+    items = [*written["criteria"][:2], units]
     edited = ok(client.put(f"/v1/rubrics/{written['id']}", json={"criteria": items, "note": "units"}))
     assert (edited["id"], edited["version"], edited["source"], edited["note"]) == (
         written["id"],
