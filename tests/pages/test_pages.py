@@ -11,7 +11,7 @@ import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
-from judge_service.backends.fake import THINK_FOREVER
+from judge_service.backends.fake import MARK_ANSWER, THINK_FOREVER
 from tests.pages.conftest import (
     API_KEY,
     BUSY_GROUPS,
@@ -357,3 +357,38 @@ def test_an_explain_form_without_its_token_writes_nothing(filled: dict[str, Any]
     forged = httpx.post(url, data={"back": "https://elsewhere.example/"}, follow_redirects=False)
     assert forged.status_code == 403
     assert httpx.get(f"{filled['url']}/v1/judgements/{judged['judgement_id']}").json()["explained"] is None
+
+
+def test_the_pages_show_the_rubric_and_which_items_each_answer_met(
+    page: Page, filled: dict[str, Any], tmp_path: Path
+) -> None:
+    group = {
+        "conversation": [{"role": "user", "content": "Tom has 5 apples and buys 13 more. How many has he?"}],
+        "reference": "5 + 13 = 18. He has 18 apples.",
+        "answers": [
+            {"id": "right", "text": f"{MARK_ANSWER.format(5)} 5 + 13 = 18 apples."},
+            {"id": "wrong", "text": f"{MARK_ANSWER.format(1)} He has 17 apples."},
+        ],
+        "run_id": "rubric-run",
+        "step": 0,
+        "rubric": "generate",
+    }
+    judged = httpx.post(f"{filled['url']}/v1/judge", json=group, timeout=30).json()
+    assert judged["rubric"] is not None, judged
+    page.goto(f"{filled['url']}/ui/judgements/{judged['judgement_id']}")
+    rubric = page.locator("details.rubric")
+    expect(rubric).to_contain_text(judged["rubric"]["id"])
+    rubric.locator("summary").click()
+    expect(rubric.locator(".rubric-items li")).to_have_count(12)
+    expect(rubric.locator('li[data-criterion="item_1"]')).to_contain_text("Gives the final result 18")
+    right = page.locator('tr.answer[data-answer="right"]')
+    wrong = page.locator('tr.answer[data-answer="wrong"]')
+    expect(right.locator('.item[data-criterion="item_1"]')).to_contain_text("✓ met")
+    expect(wrong.locator('.item[data-criterion="item_1"]')).to_contain_text("✗ not met")
+    expect(wrong.locator('.item[data-criterion="item_12"]')).to_contain_text("✗ pitfall hit")
+    expect(right.locator('.item[data-criterion="item_12"]')).to_contain_text("✓ pitfall avoided")
+    expect(right.locator(".score")).to_have_text("1.000")
+    page.screenshot(path=str(screenshot_dir(tmp_path) / "rubric.png"), full_page=True)
+    page.goto(f"{filled['url']}/ui/runs/rubric-run/steps/0")
+    expect(page.locator(f"#group-{judged['judgement_id']} details.rubric")).to_contain_text("version 1")
+    expect(page.locator(f"#group-{judged['judgement_id']} .item[data-met='yes']")).to_have_count(12)

@@ -27,6 +27,7 @@ from judge_service.schemas import (
 )
 from judge_service.store import codec, stored_form
 from judge_service.store import explained as explained_form
+from judge_service.store import rubrics as rubric_form
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 DATABASES = sorted(DATA.glob("judgements-*.sqlite3"))
@@ -55,7 +56,12 @@ def kept(old: Any, new: Any, where: str = "$") -> None:
 
 
 # The defaults of request fields added since the last wire-form build (reason_language, number_locale).
-REQUEST_DEFAULTS_ADDED = (None, "auto", 0)  # 0: usage.reasoning_tokens; None: length_bias too
+REQUEST_DEFAULTS_ADDED = (
+    None,
+    "auto",
+    0,
+    "1-5",
+)  # 0: usage.reasoning_tokens; None: length_bias too; "1-5": scale
 
 
 def drop_added(old: dict[str, Any], new: dict[str, Any], where: str = "request") -> dict[str, Any]:
@@ -95,6 +101,21 @@ def test_the_fixtures_cover_several_builds_and_every_feature_they_stored() -> No
     assert {d.get("reasons") for d in docs} >= {None, "inline", "none"}, "no marks-only judgement stored"
     assert any(m.get("reason") is None for m in marks) and any(m.get("reason") for m in marks)
     assert [r for p in DATABASES for r in explained(p)], "no reasons written afterwards stored"
+    assert any(d.get("rubric") for d in docs), "no judgement on a rubric stored"
+    assert any(m.get("met") is not None and m.get("mark") is None for m in marks), "no checklist item stored"
+    assert any(m.get("met_probability") is not None for m in marks) and any(m.get("kind") for m in marks)
+
+
+def test_stored_rubrics_load_with_every_version() -> None:
+    found = []
+    for path in DATABASES:
+        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
+            tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            if "rubrics" in tables:
+                found += [doc for (doc,) in conn.execute("SELECT doc FROM rubrics ORDER BY id, version")]
+    rubrics = [rubric_form.load(doc) for doc in found]
+    assert [(r.version, r.source) for r in rubrics] == [(1, "generated"), (2, "edited")]
+    assert all(c.binary for c in rubrics[0].criteria) and rubrics[1].note
 
 
 def explained(path: Path) -> list[tuple[str, str]]:
