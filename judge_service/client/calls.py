@@ -33,6 +33,9 @@ from judge_service.schemas import (
     MemberResponse,
     RegradeRequest,
     RegradeResponse,
+    Rubric,
+    RubricEdit,
+    RubricRequest,
     RunPage,
     RunSteps,
     StoredJudgement,
@@ -136,6 +139,20 @@ def judgement(judgement_id: str) -> Call[StoredJudgement]:
 
 def explain(judgement_id: str) -> Call[ExplainedReasons]:
     return Call("POST", f"/v1/judgements/{judgement_id}/reasons", ExplainedReasons.model_validate)
+
+
+def write_rubric(request: RubricRequest | Mapping[str, Any]) -> Call[Rubric]:
+    # No Idempotency-Key: a rubric's id is its content's hash, so a retry gets the one stored.
+    return Call("POST", "/v1/rubrics", Rubric.model_validate, _payload(request))
+
+
+def rubric(rubric_id: str, version: int | None = None) -> Call[Rubric]:
+    params = None if version is None else {"version": version}
+    return Call("GET", f"/v1/rubrics/{rubric_id}", Rubric.model_validate, None, params)
+
+
+def edit_rubric(rubric_id: str, edit: RubricEdit | Mapping[str, Any]) -> Call[Rubric]:
+    return Call("PUT", f"/v1/rubrics/{rubric_id}", Rubric.model_validate, _payload(edit))
 
 
 def run_page(run_id: str, *, step: int | None, limit: int, cursor: str | None) -> Call[JudgementPage]:

@@ -28,6 +28,9 @@ from judge_service.schemas import (
     MemberResponse,
     RegradeRequest,
     RegradeResponse,
+    Rubric,
+    RubricEdit,
+    RubricRequest,
     RunPage,
     RunSteps,
     RunSummary,
@@ -87,6 +90,19 @@ class JudgeClient:
         """Reasons for a marks-only judgement's marks, written once by its judge and stored; the marks
         and scores do not change (POST /v1/judgements/{id}/reasons)."""
         return self._send(calls.explain(judgement_id))
+
+    def write_rubric(self, request: RubricRequest | Mapping[str, Any]) -> Rubric:
+        """The judge's checklist rubric for a conversation and reference (POST /v1/rubrics): written once,
+        then the stored one."""
+        return self._send(calls.write_rubric(request))
+
+    def rubric(self, rubric_id: str, version: int | None = None) -> Rubric:
+        """A rubric's latest version, or `version`."""
+        return self._send(calls.rubric(rubric_id, version))
+
+    def edit_rubric(self, rubric_id: str, edit: RubricEdit | Mapping[str, Any]) -> Rubric:
+        """Store edited items as the rubric's next version (PUT /v1/rubrics/{id})."""
+        return self._send(calls.edit_rubric(rubric_id, edit))
 
     def list_run(
         self,

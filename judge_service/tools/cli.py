@@ -6,6 +6,8 @@
     judge-service regrade --run-id RUN [--step N] | --ids ID,... | --ids-file FILE [--grader G]
         [--term GRADER=WEIGHT ...] [--criteria FILE] [--orders K] [--decoding D] [--score-from S]
         [--as-run-id RUN] [--out FILE]
+    judge-service rubrics --data FILE [--format requests|gsm8k-solutions] [--out IDS.jsonl] [--items N]
+        [--instructions TEXT] [--concurrency C]
     judge-service eval --data FILE [--format labelled|gsm8k-solutions] [--compare FILE | --grader G ...]
         [--limit N] [--concurrency C] [--run-id RUN] [--out REPORT.json] [--url URL]
 
@@ -41,13 +43,14 @@ from judge_service.schemas import (
     parse_canary_kinds,
 )
 from judge_service.tools import eval as eval_tool
+from judge_service.tools import rubrics as rubrics_tool
 from judge_service.tools.eval_data import FORMATS, read_groups
 from judge_service.tools.judge_file import judge_file
 from judge_service.tools.regrade import regrade_command
 
 Transport = httpx.AsyncBaseTransport | None  # tests inject an in-process server
 
-COMMANDS = ("calibrate", "agreement", "judge-file", "regrade", "eval")
+COMMANDS = ("calibrate", "agreement", "judge-file", "regrade", "eval", "rubrics")
 DEFAULT_SERVER = "http://127.0.0.1:8000"
 API_KEY_ENV = "JUDGE_CLIENT_API_KEY"  # the client's key; not the server's list, JUDGE_API_KEYS
 
@@ -100,6 +103,28 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     _client_options(rg)
     _add_eval(commands)
+
+    rb = commands.add_parser(
+        "rubrics",
+        help="have the judge write the rubric of every prompt of a dataset ahead of training",
+        description=rubrics_tool.__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    rb.add_argument("--data", type=Path, required=True, help="prompts, one JSON object per line")
+    rb.add_argument(
+        "--format",
+        choices=rubrics_tool.PROMPT_FORMATS,
+        default="requests",
+        help="requests: objects with conversation and reference (judge requests, eval's labelled lines); "
+        "gsm8k-solutions: openai/grade-school-math's model solutions (default requests)",
+    )
+    rb.add_argument(
+        "--out", type=Path, help="JSONL of index, rubric id and version; appended to, resumed from"
+    )
+    rb.add_argument("--items", type=int, help="items per rubric (default: the service's JUDGE_RUBRIC_ITEMS)")
+    rb.add_argument("--instructions", help="extra instructions to the rubric writer")
+    rb.add_argument("--concurrency", type=int, default=4, help="rubrics in flight (default 4)")
+    _client_options(rb)
 
 
 def _add_eval(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -223,6 +248,8 @@ async def run_command(args: argparse.Namespace, transport: Transport = None) -> 
             return await regrade_command(args, client_for(args, transport))
         if args.command == "eval":
             return await eval_command(args, transport)
+        if args.command == "rubrics":
+            return await rubrics_command(args, transport)
         return await judge_file_command(args, transport)
     except ApiKeyRefused as exc:
         fix = "pass a valid key with --api-key" if exc.key_sent else "pass one with --api-key"
@@ -280,6 +307,24 @@ async def judge_file_command(args: argparse.Namespace, transport: Transport = No
         f"skipped {summary.skipped} already in {args.output}\n"
     )
     return 1 if summary.failed else 0
+
+
+async def rubrics_command(args: argparse.Namespace, transport: Transport = None) -> int:
+    prompts = rubrics_tool.read_prompts(
+        args.data, args.format, items=args.items, instructions=args.instructions
+    )
+    written, failed, skipped = await rubrics_tool.write_rubrics(
+        prompts,
+        client_for(args, transport),
+        out=args.out,
+        concurrency=args.concurrency,
+        progress=not args.no_progress,
+    )
+    where = f" already in {args.out}" if args.out is not None else ""
+    sys.stderr.write(
+        f"rubrics {written}, failed {failed}, skipped {skipped}{where}, prompts {len(prompts)}\n"
+    )
+    return 1 if failed else 0
 
 
 def eval_configurations(args: argparse.Namespace) -> list[eval_tool.Configuration]:
