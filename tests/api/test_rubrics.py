@@ -118,6 +118,10 @@ def test_a_rubric_too_long_for_the_context_is_a_422(tmp_path: Path) -> None:
         assert reply.status_code == 422
         assert reply.json()["error"]["code"] == "prompt_too_long"
         assert "fewer items" in reply.json()["error"]["message"]
+        long = [{"name": f"i{k}", "description": "x " * 240, "scale": "binary"} for k in range(20)]
+        judged = client.post("/v1/judge", json=apples(criteria=long))
+        assert judged.status_code == 422 and judged.json()["error"]["code"] == "prompt_too_long"
+        assert "a rubric of fewer items" in judged.json()["error"]["message"]
 
 
 @pytest.mark.parametrize("decoding", ["group", "per_answer"])

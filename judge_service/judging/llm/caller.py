@@ -328,7 +328,9 @@ class JudgeCaller:
                     raise PromptTooLongError(
                         f"the group needs {prompt_tokens} prompt tokens + {usual} for the judge's reply"
                         f"{thought}, over the judge's context of {limit} tokens; send fewer or shorter "
-                        "answers" + (", or a smaller thinking budget" if reserved else ""),
+                        "answers"
+                        + (", or a rubric of fewer items" if n_criteria > 4 else "")
+                        + (", or a smaller thinking budget" if reserved else ""),
                         details={
                             "prompt_tokens": prompt_tokens,
                             "reply_tokens": usual,
