@@ -237,10 +237,16 @@ def collect(batch: PreparedBatch, replies: Mapping[int, BatchItem]) -> BatchResu
 
 def marks_line(criteria: Mapping[str, CriterionMark]) -> str:
     """Each criterion's mark and reason ("correctness 4: right figure; tone 5: polite"); a marks-only
-    judgement's marks alone ("correctness 4; tone 5")."""
+    judgement's marks alone ("correctness 4; tone 5"); a checklist item met or not ("item_1 met")."""
     return "; ".join(
-        f"{name} {m.mark}" + (f": {m.reason}" if m.reason else "") for name, m in criteria.items()
+        f"{name} {_given(m)}" + (f": {m.reason}" if m.reason else "") for name, m in criteria.items()
     )
+
+
+def _given(mark: CriterionMark) -> str:
+    if mark.met is not None:
+        return "met" if mark.met else "not met"
+    return str(mark.mark)
 
 
 def reason_of(answer: AnswerResult | None, max_chars: int = 400) -> str:

@@ -3,7 +3,8 @@
 Prompt: prompts/<template>/rubric_system.j2 + rubric_user.j2 (their own version). The reply is constrained
 to an object with exactly the keys item_1 .. item_N, each {"description", "kind"}: a fixed set of keys,
 so the engine's grammar gives exactly N items without array-length bounds, and the items' names are
-fixed too (no name the judge writes can clash or break the criterion name pattern). Every item is a
+fixed too (no name the judge writes can clash or break the criterion name pattern); descriptions are
+bounded like reasons, and held to words where reasons are (JUDGE_REASON_WORDS). Every item is a
 binary checklist item of its kind; an invalid reply (a description that is empty or holds control
 characters, nothing but pitfalls) is asked again up to JUDGE_PARSE_RETRIES times, then refused with
 RubricWriteError, never a rubric made up by the service.
@@ -21,7 +22,7 @@ from judge_service.backends.base import THINKING_OFF, GenerationRequest
 from judge_service.errors import JudgeTimeoutError, PromptTooLongError, RubricWriteError
 from judge_service.judging.json_text import extract_json
 from judge_service.judging.llm.caller import JudgeCaller
-from judge_service.judging.llm.parser import object_of
+from judge_service.judging.llm.parser import object_of, reason_schema
 from judge_service.schemas import ChatMessage, Criterion, CriterionKind, Usage
 
 KINDS: tuple[str, ...] = get_args(CriterionKind)
@@ -41,11 +42,13 @@ def item_names(items: int) -> list[str]:
     return [f"item_{i}" for i in range(1, items + 1)]
 
 
-def rubric_schema(items: int) -> dict[str, Any]:
+def rubric_schema(items: int, *, words: bool = False) -> dict[str, Any]:
+    """Exactly `items` keys, each a description (bounded; with `words`, constrained to words as reasons
+    are: JUDGE_REASON_WORDS) and a kind."""
     item = {
         "type": "object",
         "properties": {
-            "description": {"type": "string", "minLength": 8, "maxLength": DESCRIPTION_MAX_CHARS},
+            "description": reason_schema(DESCRIPTION_MAX_CHARS, reason_words=words),
             "kind": {"type": "string", "enum": list(KINDS)},
         },
         "required": ["description", "kind"],
@@ -107,7 +110,7 @@ async def write_rubric(
     request = GenerationRequest(
         messages=prompt.messages,
         max_tokens=max_tokens,
-        json_schema=rubric_schema(items),
+        json_schema=rubric_schema(items, words=s.reason_words),
         temperature=s.temperature,
         seed=0,
         request_id=request_id,

@@ -18,3 +18,11 @@ def test_marks_with_reasons_and_marks_only_read_as_lines() -> None:
     assert reason_of(answer("matches")) == "correctness 4: matches; tone 5: matches"
     assert reason_of(answer(None)) == "correctness 4; tone 5"  # marks only: no "None" in a table
     assert marks_line({}) == ""
+
+
+def test_checklist_items_read_as_met_or_not() -> None:
+    criteria = {
+        "item_1": CriterionMark(mark=None, met=True, score=1.0, reason="gives 18"),
+        "item_2": CriterionMark(mark=None, met=False, score=0.0, reason=None, kind="pitfall"),
+    }
+    assert marks_line(criteria) == "item_1 met: gives 18; item_2 not met"
