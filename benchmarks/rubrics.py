@@ -29,6 +29,7 @@ from benchmarks.groups import make_groups
 from benchmarks.load import run_load
 from benchmarks.report import latency_summary, log, markdown_table, ratio, write_result
 from benchmarks.servers import workdir
+from judge_service.errors import JudgeServiceError
 from judge_service.schemas import JudgeRequest, JudgeResponse, Rubric, RubricRequest
 
 NAME = "rubrics"
@@ -41,21 +42,29 @@ async def write_all(
     """Each group's rubric, written one after the other; then read again from the store."""
     rubrics: list[Rubric] = []
     seconds: list[float] = []
+    failures: list[str] = []
     for body in groups:
         request = RubricRequest(conversation=body["conversation"], reference=body["reference"], items=items)
         started = time.perf_counter()
-        rubrics.append(await service.rubrics.write(request))
+        try:
+            rubrics.append(await service.rubrics.write(request))
+        except JudgeServiceError as exc:  # the judge wrote no valid rubric: counted, never made up
+            failures.append(f"{exc.code}: {exc.message[:160]}")
+            log(f"rubric failed after {time.perf_counter() - started:.1f} s: {failures[-1]}")
+            continue
         seconds.append(time.perf_counter() - started)
         log(f"rubric {len(rubrics)}: {seconds[-1]:.1f} s, {rubrics[-1].usage.completion_tokens} tokens")
     stored: list[float] = []
-    for body in groups:
+    for body in [g for g in groups if any(r.request.reference == g["reference"] for r in rubrics)]:
         request = RubricRequest(conversation=body["conversation"], reference=body["reference"], items=items)
         started = time.perf_counter()
         await service.rubrics.write(request)
         stored.append(time.perf_counter() - started)
     n = len(rubrics)
     summary = {
-        "prompts": n,
+        "prompts": len(groups),
+        "written": n,
+        "failed": failures,
         "items": items,
         "seconds_per_rubric": round(mean(seconds), 2),
         "seconds_max": round(max(seconds), 2),
@@ -129,7 +138,12 @@ async def _main(args: argparse.Namespace) -> int:
                     await judge_level(service, [{**warm[0], "rubric": warm_rubric.id}], mode, 1)
                 rubrics, writing = await write_all(service, groups, args.items)
                 log(f"writing: {writing}")
-                judged = [{**g, "rubric": r.id} for g, r in zip(groups, rubrics, strict=True)]
+                by_reference = {r.request.reference: r.id for r in rubrics}
+                judged = [
+                    {**g, "rubric": by_reference[g["reference"]]}
+                    for g in groups
+                    if g["reference"] in by_reference
+                ]
                 for index, level in enumerate(levels):
                     rotation = MODES[index % len(MODES) :] + MODES[: index % len(MODES)]
                     for mode in rotation:

@@ -26,8 +26,14 @@ from judge_service.judging.llm.parser import object_of, reason_schema
 from judge_service.schemas import ChatMessage, Criterion, CriterionKind, Usage
 
 KINDS: tuple[str, ...] = get_args(CriterionKind)
-DESCRIPTION_MAX_CHARS = 300
-_TOKENS_PER_ITEM = DESCRIPTION_MAX_CHARS // 3 + 24  # prose at ~3 characters a token, and the JSON around it
+DESCRIPTION_MAX_CHARS = 160  # one checkable sentence
+_JSON_TOKENS_PER_ITEM = 24  # the key, "description", "kind" and its value, punctuation
+
+
+def reply_tokens(items: int, *, chars_per_token: int = 3) -> int:
+    """Tokens a rubric of `items` takes with descriptions at `chars_per_token` (3: prose; 1: the worst the
+    schema lets through, a small judge writing one character a token), as parser.max_output_tokens."""
+    return items * (DESCRIPTION_MAX_CHARS // chars_per_token + _JSON_TOKENS_PER_ITEM) + 32
 
 
 @dataclass
@@ -96,17 +102,21 @@ async def write_rubric(
     s = caller.settings
     prompt = caller.renderer.render_rubric(conversation, reference, items, instructions)
     written = WrittenRubric([], prompt.version)
-    max_tokens = items * _TOKENS_PER_ITEM + 32
+    # The worst case where the context has room (a reply cut off is unreadable), refused only when even
+    # the usual reply does not fit: as the judge's marks are budgeted (caller.py).
+    usual, max_tokens = reply_tokens(items), reply_tokens(items, chars_per_token=1)
     limit = caller.max_context_tokens
     if limit is not None:
         prompt_tokens = await caller.count_prompt_tokens(prompt.messages)
-        if prompt_tokens is not None and prompt_tokens + max_tokens > limit:
-            raise PromptTooLongError(
-                f"writing the rubric needs {prompt_tokens} prompt tokens + {max_tokens} for its {items} "
-                f"items, over the judge's context of {limit} tokens; shorten the conversation or the "
-                "reference, or ask for fewer items",
-                details={"prompt_tokens": prompt_tokens, "reply_tokens": max_tokens, "limit": limit},
-            )
+        if prompt_tokens is not None:
+            if prompt_tokens + usual > limit:
+                raise PromptTooLongError(
+                    f"writing the rubric needs {prompt_tokens} prompt tokens + {usual} for its {items} "
+                    f"items, over the judge's context of {limit} tokens; shorten the conversation or the "
+                    "reference, or ask for fewer items",
+                    details={"prompt_tokens": prompt_tokens, "reply_tokens": usual, "limit": limit},
+                )
+            max_tokens = min(max_tokens, limit - prompt_tokens)
     request = GenerationRequest(
         messages=prompt.messages,
         max_tokens=max_tokens,
