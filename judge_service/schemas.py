@@ -208,8 +208,8 @@ ITEM_DESCRIPTION = (
     "judgement."
 )
 
-# Rubrics (judging/llm/rubrics.py; README, Rubrics): an id is "rb_" and 24 hex digits of a hash of what
-# the rubric was made from; "@N" names one version (edits add versions).
+# Rubrics (service/rubrics.py, judging/llm/rubric_writer.py; README, Rubrics): an id is "rb_" and 24 hex
+# digits of a hash of what the rubric was made from; "@N" names one version (edits add versions).
 RUBRIC_ID_PATTERN = r"^rb_[0-9a-f]{24}$"
 RUBRIC_REF_PATTERN = r"^(generate|rb_[0-9a-f]{24}(@[1-9][0-9]{0,5})?)$"
 RUBRIC_DESCRIPTION = (

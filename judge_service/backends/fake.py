@@ -5,7 +5,9 @@ request's JSON schema (a per-answer request: for its one answer), derived from a
 criterion) so results are repeatable, except for groups that ask for an unscored answer
 (LEAVE_ONE_UNSCORED) and answers that ask for a mark (MARK_ANSWER). Asked for log-probabilities, it
 gives each mark's digit a repeatable spread over two neighbouring marks (fake_logprobs), so expected
-marks differ from the integer ones. With a script
+marks differ from the integer ones. Checklist items (a criterion whose schema holds "met") are met where
+the mark would be 3 or more, pitfalls where it would be 2 or less; a rubric writer's request gets a
+checklist built from the reference's last figure (its last item a pitfall). With a script
 it returns the scripted texts or generations (or raises the scripted exceptions) in order.
 
 Given a thinking profile (`thinking=`, or JUDGE_THINKING_SWITCH for a service on the fake backend), a call
