@@ -14,7 +14,10 @@ from fastapi.testclient import TestClient
 
 from judge_service.backends.base import GenerationRequest
 from judge_service.backends.fake import MARK_ANSWER, FakeBackend
+from judge_service.client import JudgeClient, JudgeClientError
+from judge_service.schemas import RubricRequest
 from tests.api.conftest import make_client, wait_ready
+from tests.api.test_labels_api import _forward
 from tests.api.test_member import member, serving
 
 CONVERSATION = [{"role": "user", "content": "Tom has 5 apples and buys 13 more. How many has he?"}]
@@ -271,3 +274,19 @@ def test_a_rubric_the_judge_cannot_write_is_an_error_never_a_rubric(tmp_path: Pa
         assert reply.json()["error"]["code"] == "rubric_unwritten"
         assert "3 attempts" in reply.json()["error"]["message"]
         assert client.get("/metrics").text.count('judge_rubrics_total{source="written"} 0.0') == 1
+
+
+def test_the_client_writes_reads_and_edits_rubrics(tmp_path: Path) -> None:
+    with make_client(tmp_path, FakeBackend()) as service:
+        wait_ready(service)
+        client = JudgeClient(
+            base_url="http://test", transport=httpx.MockTransport(lambda r: _forward(service, r))
+        )
+        written = client.write_rubric(RubricRequest.model_validate(rubric_body(items=3)))
+        assert client.write_rubric(rubric_body(items=3)) == written
+        edited = client.edit_rubric(written.id, {"criteria": [c.model_dump() for c in written.criteria[:2]]})
+        assert (edited.version, len(edited.criteria)) == (2, 2)
+        assert client.rubric(written.id) == edited and client.rubric(written.id, 1) == written
+        with pytest.raises(JudgeClientError) as missing:
+            client.rubric("rb_" + "1" * 24)
+        assert missing.value.status == 404
