@@ -73,13 +73,18 @@ def command(name: str, tmp_path: Path) -> list[str]:
         ]
         data.write_text(json.dumps({**group(2), "answers": answers}) + "\n")
         return ["eval", "--data", str(data), "--run-id", "r-eval"]
+    if name == "rubrics":
+        data = tmp_path / "prompts.jsonl"
+        data.write_text(json.dumps(group(2)) + "\n")
+        return ["rubrics", "--data", str(data), "--out", str(tmp_path / "rubrics.jsonl")]
     return ["regrade", "--run-id", "r", "--out", str(tmp_path / "regraded.jsonl")]
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     add_commands(parser.add_subparsers(dest="command", required=True))
-    extra = ["--retries", "0", "--no-progress"] if argv[0] in ("judge-file", "regrade", "eval") else []
+    commands = ("judge-file", "regrade", "eval", "rubrics")
+    extra = ["--retries", "0", "--no-progress"] if argv[0] in commands else []
     return parser.parse_args([*argv, "--server", "http://judge", *extra])
 
 
@@ -134,6 +139,8 @@ async def test_a_command_needs_the_key_and_works_with_it_from_the_flag_or_the_va
     if name in ("calibrate", "agreement"):
         assert json.loads(flag_out) == json.loads(env_out)
         assert json.loads(flag_out)["groups" if name == "calibrate" else "matched_groups"] >= 1
+    if name == "rubrics":  # written once with the key; the next runs find it in --out
+        assert "rubrics 1, failed 0" in flag_err and "skipped 1 already" in env_err
     if name == "judge-file":
         assert "judged 4, failed 0" in flag_err and "skipped 4 already" in env_err
         lines = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
