@@ -264,9 +264,9 @@ class JudgeCaller:
                 ids, names, s.reason_max_chars, reason_words=s.reason_words, reasons=reasons, binary=binary
             )
             call = await self._call(
-                prompt, schema, ids, len(names), request_id, group_id, None, thinking, reasons
+                prompt, schema, ids, len(names), request_id, group_id, None, thinking, reasons, binary
             )
-            return [replace(call, binary=binary)]
+            return [call]
         prompts = self._renderer.render_per_answer(group, reasons=reasons)
         if alone is not None:
             others = replace(group, answers=[a for a in answers if a.id != alone])
@@ -277,7 +277,7 @@ class JudgeCaller:
         schema = answer_schema(
             names, s.reason_max_chars, reason_words=s.reason_words, reasons=reasons, binary=binary
         )
-        calls = list(
+        return list(
             await asyncio.gather(
                 *(
                     self._call(
@@ -290,12 +290,12 @@ class JudgeCaller:
                         answer_id,
                         thinking,
                         reasons,
+                        binary,
                     )
                     for k, (prompt, answer_id) in enumerate(zip(prompts, ids, strict=True))
                 )
             )
         )
-        return [replace(call, binary=binary) for call in calls]
 
     async def _call(
         self,
@@ -308,6 +308,7 @@ class JudgeCaller:
         answer_id: str | None,
         thinking: ThinkingMode,
         reasons: bool = True,
+        binary: frozenset[str] = frozenset(),
     ) -> JudgeCall:
         s = self._settings
         n_answers = len(answer_ids)
@@ -352,7 +353,8 @@ class JudgeCaller:
             top_logprobs=s.mark_logprobs,
             thinking=thinks,
         )
-        return JudgeCall(request, tuple(answer_ids), per_answer=answer_id is not None, reasons=reasons)
+        per_answer = answer_id is not None
+        return JudgeCall(request, tuple(answer_ids), per_answer=per_answer, reasons=reasons, binary=binary)
 
     async def judge_order(self, calls: list[JudgeCall], criteria: list[str]) -> JudgeOutcome:
         """One order's call(s), concurrently, merged into one outcome. A call's error fails the order:
