@@ -17,6 +17,8 @@ import asyncio
 import gc
 import logging
 import math
+import os
+import signal
 import socket
 from collections.abc import Callable, Coroutine
 from types import FrameType
@@ -26,6 +28,7 @@ import uvicorn
 
 from judge_service.app import create_app
 from judge_service.config import Settings
+from judge_service.server.parent_watch import watch_parent
 
 log = logging.getLogger(__name__)
 
@@ -82,8 +85,9 @@ def serve(settings: Settings, listen_fd: int | None = None) -> int:
     server = DrainingServer(config, lambda: getattr(app.state, "shut_down", None))
     _tune_garbage_collector()
     sockets = None
-    if listen_fd is not None:  # a worker: the supervisor's socket
+    if listen_fd is not None:  # a worker: the supervisor's socket, and no serving on once it is gone
         sockets = [socket.socket(fileno=listen_fd)]
+        watch_parent(lambda: os.kill(os.getpid(), signal.SIGTERM))
     server.run(sockets=sockets)
     failed = app.state.readiness.state == "failed" if hasattr(app.state, "readiness") else False
     return 1 if failed else 0

@@ -3,7 +3,8 @@
 The supervisor binds the socket and starts each worker as `judge-service serve` with the socket's
 descriptor inherited, so every worker is the ordinary single-process server (draining.py). Signals are
 passed on to the workers, which drain; a worker that exits on its own (its engine died, a crash) makes the
-supervisor stop the others and exit non-zero, for the orchestrator to restart the replica.
+supervisor stop the others and exit non-zero, for the orchestrator to restart the replica. A supervisor
+killed outright cannot pass anything on: its workers notice it is gone and stop (parent_watch.py).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import time
 from types import FrameType
 
 from judge_service.config import Settings
+from judge_service.server.parent_watch import SUPERVISOR_PID_ENV
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +35,8 @@ def serve_workers(settings: Settings) -> int:
     shutil.rmtree(metrics_dir, ignore_errors=True)  # values of an earlier run must not be added in
     os.makedirs(metrics_dir)
     listener = _bind(settings)
-    env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": metrics_dir}
+    # Workers stop once this process is gone (parent_watch.py), even if it dies before they watch.
+    env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": metrics_dir, SUPERVISOR_PID_ENV: str(os.getpid())}
     command = [sys.executable, "-m", "judge_service", "serve", LISTEN_FD_ARG, str(listener.fileno())]
     workers = [
         subprocess.Popen(command, env=env, pass_fds=(listener.fileno(),)) for _ in range(settings.workers)

@@ -84,3 +84,30 @@ def test_a_worker_that_dies_stops_the_replica_for_a_restart(tmp_path: Path) -> N
         assert "a worker exited" in service.log()
     finally:
         service.stop()
+
+
+def gone(pid: int) -> bool:
+    """Exited (a zombie waiting for its new parent counts: it serves nothing)."""
+    status = Path(f"/proc/{pid}/status")
+    try:
+        return "zombie" in status.read_text()
+    except OSError:
+        return True
+
+
+def test_workers_stop_when_their_supervisor_is_killed_outright(tmp_path: Path) -> None:
+    service = ServiceProcess(tmp_path, workers=2).start()
+    try:
+        workers = worker_pids(service.pid)
+        assert len(workers) == 2
+        os.kill(service.pid, signal.SIGKILL)  # the supervisor alone: nothing is passed on to the workers
+        service.wait(10)
+        deadline = time.monotonic() + 15
+        while not all(gone(pid) for pid in workers):
+            assert time.monotonic() < deadline, f"workers {workers} still serve without their supervisor"
+            time.sleep(0.1)
+        with pytest.raises(httpx.TransportError):  # nobody answers on the replica's port any more
+            httpx.get(f"{service.url}/readyz", timeout=2)
+        assert "is gone; this worker stops" in service.log()
+    finally:
+        service.stop()
