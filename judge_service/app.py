@@ -63,6 +63,7 @@ def create_app(
         judge_backend = backend or build_backend(settings, metrics)
         judgement_store = store or build_store(settings)
         await judgement_store.open()
+        app.state.store = judgement_store
         readiness = Readiness(metrics, backend=settings.backend)
         caller = JudgeCaller(
             judge_backend,

@@ -273,6 +273,16 @@ class Settings(BaseSettings):
     health_interval_s: float = Field(
         default=2.0, gt=0, le=300, description="How often the judge backend's health is checked (/readyz)."
     )
+    ready_requires_store: bool = Field(
+        default=False,
+        description="/readyz also asks the judgement database (one trivial query, at most "
+        "JUDGE_READY_STORE_TIMEOUT_S): 503 `store_unavailable` when it does not answer. Off by default: "
+        "replicas sharing one database would all leave the load balancer together when it fails over, and "
+        "a judgement whose save fails is already a truthful, retryable 503 (README, Reliability).",
+    )
+    ready_store_timeout_s: float = Field(
+        default=2.0, gt=0, le=30, description="With ready_requires_store: how long /readyz waits for it."
+    )
     dead_engine_exit_s: float = Field(
         default=5.0,
         ge=0,

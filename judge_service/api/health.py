@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST
@@ -9,6 +11,8 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from judge_service.api.deps import MetricsDep
 from judge_service.api.paths import LIVENESS, METRICS, READINESS
 from judge_service.backends.readiness import Readiness
+from judge_service.errors import StoreUnavailableError
+from judge_service.store.base import JudgementStore
 
 router = APIRouter()
 
@@ -21,7 +25,9 @@ async def healthz() -> dict[str, str]:
 @router.get(READINESS, summary="The judge model is loaded and requests will be graded")
 async def readyz(response: Response, request: Request) -> dict[str, str]:
     """ready; loading; draining (shutting down); unavailable (the judge endpoint does not answer its
-    health check); failed (the backend could not start, or the in-process engine died): all but ready 503."""
+    health check); failed (the backend could not start, or the in-process engine died); with
+    JUDGE_READY_REQUIRES_STORE, store_unavailable (the judgement database does not answer): all but ready
+    503."""
     readiness: Readiness = request.app.state.readiness
     if request.app.state.drain.draining:
         response.status_code = 503
@@ -31,7 +37,26 @@ async def readyz(response: Response, request: Request) -> dict[str, str]:
     body = {"status": readiness.state, "backend": readiness.backend}
     if readiness.error is not None:
         body["error"] = readiness.error
+    elif readiness.ready and request.app.state.settings.ready_requires_store:
+        problem = await _store_problem(request)
+        if problem is not None:
+            response.status_code = 503
+            body = {"status": "store_unavailable", "backend": readiness.backend, "error": problem}
     return body
+
+
+async def _store_problem(request: Request) -> str | None:
+    """Why the judgement database cannot be used now, or None when it answers in time."""
+    store: JudgementStore = request.app.state.store
+    timeout_s = request.app.state.settings.ready_store_timeout_s
+    try:
+        async with asyncio.timeout(timeout_s):
+            await store.ping()
+    except TimeoutError:
+        return f"the judgement database did not answer within {timeout_s:g} s"
+    except StoreUnavailableError as exc:
+        return exc.message
+    return None
 
 
 @router.get(METRICS, summary="Prometheus metrics", response_class=PlainTextResponse)

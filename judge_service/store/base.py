@@ -84,6 +84,11 @@ class JudgementStore(Protocol):
 
     async def get_by_idempotency_key(self, key: str) -> KeyedJudgement | None: ...
 
+    async def ping(self) -> None:
+        """Answer one trivial query; StoreUnavailableError when the database cannot be used (readiness
+        with JUDGE_READY_REQUIRES_STORE)."""
+        ...
+
     async def claim(self, idempotency: IdempotencyKey, *, owner: str, lease_s: float) -> Claim:
         """Claim a key about to be judged, for `lease_s` seconds on the database's clock: owned when no
         one holds it, when `owner` already does, or when the holder's lease has lapsed (it crashed).

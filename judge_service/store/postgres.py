@@ -470,6 +470,12 @@ class PostgresJudgementStore:
 
         return await self._run(save)
 
+    async def ping(self) -> None:
+        async def select(conn: psycopg.AsyncConnection[Any]) -> None:
+            await (await conn.execute("SELECT 1")).fetchone()
+
+        await self._run(select)
+
     async def rubric(self, rubric_id: str, version: int | None = None) -> Rubric | None:
         params: tuple[object, ...] = (rubric_id,)
         if version is None:

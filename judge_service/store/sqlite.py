@@ -443,6 +443,9 @@ class SqliteJudgementStore:
 
         return await self._run(save)
 
+    async def ping(self) -> None:
+        await self._run(lambda: self._connection().execute("SELECT 1").fetchone())
+
     async def rubric(self, rubric_id: str, version: int | None = None) -> Rubric | None:
         params: tuple[object, ...] = (rubric_id,)
         if version is None:

@@ -3,6 +3,7 @@ that stops answering and comes back, and one that dies for good, which stops the
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Callable
@@ -14,7 +15,8 @@ from judge_service.app import create_app
 from judge_service.backends.base import BackendHealth
 from judge_service.backends.fake import FakeBackend
 from judge_service.config import Settings
-from judge_service.errors import JudgeBackendError
+from judge_service.errors import JudgeBackendError, StoreUnavailableError
+from judge_service.store.sqlite import SqliteJudgementStore
 from tests.api.conftest import group, wait_ready
 from tests.service_process import metric_value
 
@@ -116,3 +118,55 @@ def test_a_start_that_fails_otherwise_is_reported_failed_with_its_error(tmp_path
     with app_client(tmp_path, Broken()) as client:
         until(lambda: client.get("/readyz").json()["status"] == "failed")
         assert "model folder is unreadable" in client.get("/readyz").json()["error"]
+
+
+class StoreAway(SqliteJudgementStore):
+    """A database that stops answering (`mode` "refuses": an error at once; "hangs": no answer)."""
+
+    mode: str | None = None
+
+    async def ping(self) -> None:
+        if self.mode == "refuses":
+            raise StoreUnavailableError("the judgement database could not be used (disk I/O error)")
+        if self.mode == "hangs":
+            await asyncio.sleep(60)
+        await super().ping()
+
+
+def test_readiness_asks_the_store_only_when_told_to(tmp_path: Path, postgres_url: str) -> None:
+    store = StoreAway(tmp_path / "j.sqlite3")
+    required = Settings(
+        backend="fake", home_dir=tmp_path, ready_requires_store=True, ready_store_timeout_s=0.3
+    )
+    with TestClient(create_app(required, backend=FakeBackend(), store=store)) as client:
+        wait_ready(client)
+        store.mode = "refuses"
+        refused = client.get("/readyz")
+        assert refused.status_code == 503
+        assert refused.json() == {
+            "status": "store_unavailable",
+            "backend": "fake",
+            "error": "the judgement database could not be used (disk I/O error)",
+        }
+        store.mode = "hangs"
+        hung = client.get("/readyz")
+        assert hung.status_code == 503 and "did not answer within 0.3 s" in hung.json()["error"]
+        store.mode = None
+        assert client.get("/readyz").status_code == 200
+    default = StoreAway(tmp_path / "k.sqlite3")
+    with TestClient(
+        create_app(Settings(backend="fake", home_dir=tmp_path), backend=FakeBackend(), store=default)
+    ) as client:
+        wait_ready(client)
+        default.mode = "refuses"
+        assert client.get("/readyz").status_code == 200  # off by default: the judge decides readiness
+    on_postgres = Settings(
+        backend="fake",
+        home_dir=tmp_path,
+        database_url=postgres_url,
+        migrate_on_start=True,
+        ready_requires_store=True,
+    )
+    with TestClient(create_app(on_postgres, backend=FakeBackend())) as client:
+        wait_ready(client)
+        assert client.get("/readyz").json() == {"status": "ready", "backend": "fake"}

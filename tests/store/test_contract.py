@@ -42,6 +42,10 @@ async def test_round_trip(store: JudgementStore, backend: StoreUnderTest) -> Non
     assert await backend.count() == 1
 
 
+async def test_a_store_answers_its_ping(store: JudgementStore) -> None:
+    await store.ping()  # readiness with JUDGE_READY_REQUIRES_STORE asks this
+
+
 async def test_get_unknown_is_none(store: JudgementStore) -> None:
     assert await store.get("no-such-id") is None
 
