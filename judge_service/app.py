@@ -107,13 +107,14 @@ def create_app(
             model=ModelGrading(judge_backend), pool=code_pool, allow_python=settings.allow_inline_python
         )
         app.state.rft_runner = rft_runner
-        try:
+        try:  # a start that fails here (a grader that cannot load, two graders of one name) stops the workers
             configured = await _configured_graders(settings, code_pool, rft_runner, metrics)
+            graders = GraderRegistry.with_rule_graders(judge, *configured)
         except BaseException:
             await code_pool.close()
             raise
         service = JudgeService(
-            graders=GraderRegistry.with_rule_graders(judge, *configured),
+            graders=graders,
             store=judgement_store,
             metrics=metrics,
             idempotency_lease_s=settings.idempotency_lease_s,
