@@ -13,10 +13,14 @@ from fastapi import FastAPI
 from judge_service.api import health, quality, routes
 from judge_service.api.compat import router as compat
 from judge_service.api.errors import install_error_handlers
-from judge_service.api.middleware.auth import ApiKeyAuth, KeyRing, parse_keys, public_paths
+from judge_service.api.middleware.access_log import AccessLog
+from judge_service.api.middleware.auth import ApiKeyAuth, public_paths
 from judge_service.api.middleware.drain import DrainGate, DrainState
+from judge_service.api.middleware.keys import KeyRing, ShareLimits, parse_keys
 from judge_service.api.middleware.limits import BodySizeLimit
 from judge_service.api.middleware.request_metrics import RequestMetrics
+from judge_service.api.scopes import gate_routes
+from judge_service.api.shares import KeyShares
 from judge_service.assembly import AssemblySettings, build_assembly
 from judge_service.backends.base import JudgeBackend
 from judge_service.backends.factory import build_backend
@@ -170,9 +174,17 @@ def create_app(
     install_error_handlers(app)
     # Middleware added later runs earlier: request counting sees every refusal below.
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
-    app.state.keys = keys = KeyRing(parse_keys(settings.api_keys))
+    app.state.keys = keys = KeyRing(
+        parse_keys(settings.api_keys),
+        keys_file=settings.api_keys_file,
+        defaults=ShareLimits(settings.key_max_groups_in_flight, settings.key_groups_per_minute),
+        session_secret=settings.session_secret,
+    )
+    app.state.shares = KeyShares()
     app.add_middleware(ApiKeyAuth, keys=keys, public_paths=public_paths(settings.metrics_public))
     app.add_middleware(DrainGate, state=drain, max_in_flight=settings.max_requests_in_flight)
+    if settings.access_log:
+        app.add_middleware(AccessLog)
     app.add_middleware(RequestMetrics, metrics=metrics)
     app.include_router(routes.router)
     app.include_router(pages.router)
@@ -181,6 +193,7 @@ def create_app(
     app.include_router(quality.router)
     app.include_router(compat.router)
     app.include_router(compat.fine_tuning)
+    gate_routes(app)  # after every route is in: one without a scope stops the app here
 
     return app
 

@@ -351,6 +351,29 @@ class Settings(BaseSettings):
         description="Comma-separated bearer tokens; when set, every route but /healthz, /readyz (and "
         "/metrics when public) needs 'Authorization: Bearer <key>'. Unset: no authentication.",
     )
+    api_keys_file: Path | None = Field(
+        default=None,
+        description="JSON file of named keys with scopes (judge, read, label, admin) and per-key limits, "
+        "each key given by the hex of its SHA-256 (the file holds no secret); read again when it changes. "
+        "Used beside JUDGE_API_KEYS, whose keys keep every scope. README: Security.",
+    )
+    session_secret: SecretStr | None = Field(
+        default=None,
+        description="Signs the pages' sign-in sessions. Unset: derived from JUDGE_API_KEYS, or random per "
+        "process when only a keys file is set (sessions then end with the replica that signed them).",
+    )
+    key_max_groups_in_flight: int | None = Field(
+        default=None,
+        ge=1,
+        description="Each key's groups being judged at once on a replica, unless its entry in the keys "
+        "file says otherwise; beyond it 429 over_share with Retry-After. Unset: no per-key limit.",
+    )
+    key_groups_per_minute: int | None = Field(
+        default=None,
+        ge=1,
+        description="Each key's groups per minute on a replica (a token bucket holding a minute's worth), "
+        "unless its entry in the keys file says otherwise. Unset: no per-key rate.",
+    )
     metrics_public: bool = Field(default=True, description="Serve /metrics without an API key.")
 
     # --- storage

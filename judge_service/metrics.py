@@ -38,8 +38,8 @@ class JudgeMetrics:
         r = self.registry
         self.requests = Counter(
             "judge_requests_total",
-            "HTTP requests by route and status code",
-            ["endpoint", "status"],
+            "HTTP requests by route, status code and API key name (empty without keys)",
+            ["endpoint", "status", "key"],
             registry=r,
         )
         self.group_seconds = Histogram(

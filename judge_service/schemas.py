@@ -654,6 +654,10 @@ class StoredJudgement(JudgeResponse):
         description="Reasons written afterwards for a judgement made without them (POST "
         "/v1/judgements/{id}/reasons), kept apart from the judge's reply; null until asked.",
     )
+    caller: str | None = Field(
+        default=None,
+        description="The name of the API key that asked for it (never the key); null without API keys.",
+    )
 
     def response(self) -> JudgeResponse:
         """The reply to the caller: everything but the request and the raw outputs. Built from the

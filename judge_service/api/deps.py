@@ -10,7 +10,8 @@ from typing import Annotated, TypeVar, cast
 
 from fastapi import Depends, Path, Request
 
-from judge_service.api.middleware.auth import KeyRing
+from judge_service.api.middleware.keys import KeyRing
+from judge_service.api.shares import KeyShares
 from judge_service.assembly import MemberAssembly
 from judge_service.judging.rft.run import RftRunner
 from judge_service.metrics import JudgeMetrics
@@ -36,6 +37,8 @@ AssemblyDep = Annotated[MemberAssembly, Depends(_app_state("assembly", MemberAss
 RftRunnerDep = Annotated[RftRunner, Depends(_app_state("rft_runner", RftRunner))]
 # The API keys, and the page sessions they sign.
 KeysDep = Annotated[KeyRing, Depends(_app_state("keys", KeyRing))]
+# Each key's fair share of this process (api/shares.py).
+SharesDep = Annotated[KeyShares, Depends(_app_state("shares", KeyShares))]
 
 # Path parameters the JSON routes and the pages share.
 JudgementId = Annotated[str, Path(pattern=r"^[0-9a-f]{32}$", description="judgement_id from a judge reply")]

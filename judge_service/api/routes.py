@@ -6,9 +6,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Request
 
-from judge_service.api.deps import AssemblyDep, JudgementId, RunId, ServiceDep
+from judge_service.api.deps import AssemblyDep, JudgementId, RunId, ServiceDep, SharesDep
 from judge_service.api.headers import idempotency_key_header
-from judge_service.api.middleware.auth import caller_of
+from judge_service.api.middleware.auth import caller_of, principal_of
 from judge_service.schemas import (
     MAX_JUDGEMENTS_PAGE,
     MAX_RUNS_PAGE,
@@ -60,9 +60,14 @@ BatchIdempotencyKeyHeader = Annotated[
 
 @router.post("/judge", response_model=JudgeResponse, summary="Grade one group of answers")
 async def judge(
-    request: JudgeRequest, http: Request, service: ServiceDep, idempotency_key: IdempotencyKeyHeader = None
+    request: JudgeRequest,
+    http: Request,
+    service: ServiceDep,
+    shares: SharesDep,
+    idempotency_key: IdempotencyKeyHeader = None,
 ) -> JudgeResponse:
-    return await service.grade(request, idempotency_key=idempotency_key, caller=caller_of(http.scope))
+    async with shares.hold(principal_of(http.scope), 1):
+        return await service.grade(request, idempotency_key=idempotency_key, caller=caller_of(http.scope))
 
 
 @router.post("/judge/batch", response_model=BatchJudgeResponse, summary="Grade many groups in one request")
@@ -70,11 +75,13 @@ async def judge_batch(
     request: BatchJudgeRequest,
     http: Request,
     service: ServiceDep,
+    shares: SharesDep,
     idempotency_key: BatchIdempotencyKeyHeader = None,
 ) -> BatchJudgeResponse:
-    results = await service.grade_batch(
-        request.groups, idempotency_key=idempotency_key, caller=caller_of(http.scope)
-    )
+    async with shares.hold(principal_of(http.scope), len(request.groups)):
+        results = await service.grade_batch(
+            request.groups, idempotency_key=idempotency_key, caller=caller_of(http.scope)
+        )
     return BatchJudgeResponse(results=results)
 
 
@@ -84,8 +91,11 @@ async def judge_batch(
     summary="One answer of a group, for trainers that score one sample at a time; answered when its "
     "group has been judged",
 )
-async def judge_member(request: MemberRequest, http: Request, assembly: AssemblyDep) -> MemberResponse:
-    return await assembly.submit(request, caller=caller_of(http.scope))
+async def judge_member(
+    request: MemberRequest, http: Request, assembly: AssemblyDep, shares: SharesDep
+) -> MemberResponse:
+    async with shares.hold(principal_of(http.scope), 1 / request.group_size):
+        return await assembly.submit(request, caller=caller_of(http.scope))
 
 
 @router.get(
@@ -155,8 +165,11 @@ RubricId = Annotated[str, Path(pattern=RUBRIC_ID_PATTERN, description="rb_ and 2
     response_model=Rubric,
     summary="Have the judge write a checklist rubric for a conversation and reference, or get the stored one",
 )
-async def write_rubric(request: RubricRequest, service: ServiceDep) -> Rubric:
-    return await service.rubrics.write(request)
+async def write_rubric(
+    request: RubricRequest, http: Request, service: ServiceDep, shares: SharesDep
+) -> Rubric:
+    async with shares.hold(principal_of(http.scope), 1):
+        return await service.rubrics.write(request)
 
 
 @router.get("/rubrics/{rubric_id}", response_model=Rubric, summary="A rubric: its latest version, or one")

@@ -83,7 +83,9 @@ class JudgeService:
     ) -> JudgeResponse:
         """Grade and store one group; with an idempotency key, at most once per key and caller
         (idempotency.py)."""
-        return await self._once(request, _scoped(idempotency_key, caller), self._grade)
+        return await self._once(
+            request, _scoped(idempotency_key, caller), functools.partial(self._grade, caller=caller)
+        )
 
     async def _once(self, request: JudgeRequest, key: ScopedKey | None, grade: GradeFn) -> JudgeResponse:
         """`grade` the request; at most once under `key` when there is one."""
@@ -98,6 +100,7 @@ class JudgeService:
         regrade_of: str | None = None,
         regraded: StoredJudgement | None = None,
         idempotency: IdempotencyKey | None = None,
+        caller: str | None = None,
     ) -> JudgeResponse:
         if idempotency is not None:  # judged before, but its save failed: store it now
             kept = self._unsaved.pop(idempotency.key, None)
@@ -133,6 +136,7 @@ class JudgeService:
             rubric=rubric,
             length_bias=length_bias(request.answers, graded.answers),
             canaries=canaries,
+            caller=caller,
             **ran,
         )
         return await self._store_and_observe(stored, idempotency)
@@ -167,9 +171,10 @@ class JudgeService:
     ) -> list[BatchItem]:
         """All groups concurrently (the engine batches them); one group's failure fails only that group.
         With an idempotency key, group i is at most once per key, caller and index (idempotency.py)."""
+        grade = functools.partial(self._grade, caller=caller)
         outcomes = await asyncio.gather(
             *(
-                self._once(r, _scoped(idempotency_key, caller, group=i), self._grade)
+                self._once(r, _scoped(idempotency_key, caller, group=i), grade)
                 for i, r in enumerate(requests)
             ),
             return_exceptions=True,
@@ -211,7 +216,7 @@ class JudgeService:
             new = await self._once(
                 regraded_request(old, overrides),
                 _scoped(idempotency_key, caller, regrade_of=old_id),
-                functools.partial(self._grade, regrade_of=old_id, regraded=old),
+                functools.partial(self._grade, regrade_of=old_id, regraded=old, caller=caller),
             )
         except JudgeServiceError as exc:
             return RegradeItem(regrade_of=old_id, error=_error_body(exc))

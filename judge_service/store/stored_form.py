@@ -122,6 +122,8 @@ class StoredJudgementV1(_Stored):
     raw_outputs: list[str]
     thinking: list[ThinkingAttemptV1] | None = None
     canaries: list[CanaryResultV1] | None = None
+    # The API key's name (api/middleware/keys.py); null without keys, and in judgements from before.
+    caller: str | None = None
 
 
 # Wire fields that are not stored in the judgement's document, by wire model. Reasons written afterwards
@@ -129,7 +131,7 @@ class StoredJudgementV1(_Stored):
 NOT_STORED: dict[str, frozenset[str]] = {"StoredJudgement": frozenset({"explained"})}
 
 # What a page item (JudgeResponse) leaves out of the document: only GET /v1/judgements/{id} returns these.
-STORED_ONLY = frozenset({"request", "raw_outputs", "thinking", "canaries"})
+STORED_ONLY = frozenset({"request", "raw_outputs", "thinking", "canaries", "caller"})
 
 
 def _field_tree(model: type[BaseModel]) -> dict[str, Any]:

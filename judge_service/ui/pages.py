@@ -17,7 +17,8 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from judge_service.api.deps import JudgementId, KeysDep, RunId, ServiceDep, StepNumber
-from judge_service.api.middleware.auth import KeyRing, caller_of, cookie
+from judge_service.api.middleware.auth import caller_of, cookie
+from judge_service.api.middleware.keys import KeyRing
 from judge_service.api.middleware.session import CSRF_COOKIE
 from judge_service.errors import InvalidGroupError, JudgeServiceError, NotFoundError
 from judge_service.quality.agreement import agreement

@@ -9,7 +9,8 @@ from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from judge_service.api.deps import KeysDep
-from judge_service.api.middleware.auth import KeyRing, cookie
+from judge_service.api.middleware.auth import cookie
+from judge_service.api.middleware.keys import KeyRing, Scope
 from judge_service.api.middleware.session import CSRF_COOKIE, SESSION_COOKIE, SESSION_S
 from judge_service.ui.render import csrf_seed, render, set_csrf_cookie
 
@@ -35,13 +36,16 @@ async def signin(
         return _signin(
             request, keys, next_url=next, error="The form expired; sign in again.", status_code=403
         )
-    caller = keys.caller_for(key.strip()) if keys.enabled else None
-    if caller is None:
+    principal = keys.principal_for(key.strip()) if keys.enabled else None
+    if principal is None:
         return _signin(request, keys, next_url=next, error="That key is not valid.", status_code=401)
+    if not principal.may(Scope.READ):
+        error = f"The key {principal.name!r} lacks the scope 'read' the pages need."
+        return _signin(request, keys, next_url=next, error=error, status_code=403)
     response = RedirectResponse(_safe_next(next), status_code=303)
     response.set_cookie(
         SESSION_COOKIE,
-        keys.sessions.issue(caller),
+        keys.sessions.issue(principal.name),
         max_age=SESSION_S,
         path="/ui",
         httponly=True,

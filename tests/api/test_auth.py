@@ -10,7 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 from pydantic import SecretStr
 
-from judge_service.api.middleware.auth import KeyRing, parse_keys
+from judge_service.api.middleware.keys import KeyRing, parse_keys
 from judge_service.backends.fake import FakeBackend
 from judge_service.config import Settings
 from tests.api.conftest import group, make_client
@@ -98,9 +98,9 @@ def test_probes_and_public_metrics_need_no_key(secured: TestClient) -> None:
     assert secured.get("/no/such/path").status_code == 401
     text = secured.get("/metrics").text
     # Refused before routing, still counted under the route they were for (templates, not raw paths).
-    assert 'judge_requests_total{endpoint="/v1/judge",status="401"} 1.0' in text
-    assert 'judge_requests_total{endpoint="/v1/judgements/{judgement_id}",status="401"} 1.0' in text
-    assert 'judge_requests_total{endpoint="unmatched",status="401"} 1.0' in text
+    assert 'judge_requests_total{endpoint="/v1/judge",key="",status="401"} 1.0' in text
+    assert 'judge_requests_total{endpoint="/v1/judgements/{judgement_id}",key="",status="401"} 1.0' in text
+    assert 'judge_requests_total{endpoint="unmatched",key="",status="401"} 1.0' in text
 
 
 def test_metrics_can_be_made_private(tmp_path: Path) -> None:
@@ -145,9 +145,9 @@ def test_comparison_checks_every_key(monkeypatch: pytest.MonkeyPatch) -> None:
         calls.append(b)
         return real(a, b)
 
-    monkeypatch.setattr("judge_service.api.middleware.auth.hmac.compare_digest", counting)
+    monkeypatch.setattr("judge_service.api.middleware.keys.hmac.compare_digest", counting)
     keys = KeyRing(["k1", "k2", "k3"])
-    assert keys.caller_for("k1") is not None
+    assert keys.principal_for("k1") is not None
     assert len(calls) == 3
-    assert keys.caller_for("k4") is None
+    assert keys.principal_for("k4") is None
     assert len(calls) == 6

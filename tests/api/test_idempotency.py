@@ -16,7 +16,7 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from judge_service.api.middleware.auth import caller_identity
+from judge_service.api.middleware.keys import key_identity as caller_identity
 from judge_service.app import create_app
 from judge_service.backends.base import Generation, GenerationRequest
 from judge_service.backends.fake import FakeBackend

@@ -72,7 +72,7 @@ def test_batch_over_the_limit_is_413_and_counted(small_client: TestClient) -> No
     groups = {"groups": [group(4, group_key=f"g{i}") for i in range(40)]}
     assert_too_large(small_client.post("/v1/judge/batch", json=groups))
     metrics = small_client.get("/metrics").text
-    assert 'judge_requests_total{endpoint="/v1/judge/batch",status="413"} 1.0' in metrics
+    assert 'judge_requests_total{endpoint="/v1/judge/batch",key="",status="413"} 1.0' in metrics
 
 
 def test_default_limit_is_4_mib(client: TestClient) -> None:

@@ -200,8 +200,8 @@ def test_metrics_show_requests_latency_group_size_and_tokens(client: TestClient)
     client.post("/v1/judge", json=group(4))
     client.post("/v1/judge", json={"bad": 1})
     text = client.get("/metrics").text
-    assert 'judge_requests_total{endpoint="/v1/judge",status="200"} 1.0' in text
-    assert 'judge_requests_total{endpoint="/v1/judge",status="422"} 1.0' in text
+    assert 'judge_requests_total{endpoint="/v1/judge",key="",status="200"} 1.0' in text
+    assert 'judge_requests_total{endpoint="/v1/judge",key="",status="422"} 1.0' in text
     assert 'judge_group_seconds_count{grader="judge"} 1.0' in text
     assert "judge_answers_per_group_sum 4.0" in text
     assert "judge_prompt_tokens_total" in text and "judge_completion_tokens_total" in text

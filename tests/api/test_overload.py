@@ -112,7 +112,7 @@ def test_burst_over_capacity_gets_200_or_429_and_the_service_survives(service: S
         text = client.get("/metrics").text
         assert metric_value(text, "judge_queue_depth") == 0
         assert metric_value(text, "judge_groups_in_flight") == 0
-        assert f'judge_requests_total{{endpoint="/v1/judge",status="429"}} {len(refused)}.0' in text
+        assert f'judge_requests_total{{endpoint="/v1/judge",key="",status="429"}} {len(refused)}.0' in text
         assert 'status="500"' not in text
 
 
@@ -182,6 +182,6 @@ def test_requests_past_the_in_flight_cap_are_refused_before_their_body_is_read(t
         with httpx.Client(base_url=proc.url, timeout=10) as client:
             assert client.post("/v1/judge", json=group(1)).status_code == 200  # the cap frees up
             text = client.get("/metrics").text
-            assert 'judge_requests_total{endpoint="/v1/judge",status="429"} 2.0' in text
+            assert 'judge_requests_total{endpoint="/v1/judge",key="",status="429"} 2.0' in text
     finally:
         proc.stop()

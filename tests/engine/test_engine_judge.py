@@ -83,7 +83,7 @@ def test_concurrent_groups_are_batched_by_the_engine(served: httpx.Client) -> No
     for r in responses:
         assert {a["id"] for a in r.json()["answers"]} == {"ans-0", "ans-1"}
     metrics = served.get("/metrics").text
-    assert 'judge_requests_total{endpoint="/v1/judge",status="200"}' in metrics
+    assert 'judge_requests_total{endpoint="/v1/judge",key="",status="200"}' in metrics
     assert "judge_prompt_tokens_total" in metrics and "judge_engine_ready 1.0" in metrics
     # The engine's own scheduler, through its stat logger, counted over these three groups only (the
     # counters run from the engine's start): each group after the warm one finds the shared rubric,

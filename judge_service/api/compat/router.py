@@ -11,8 +11,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 
 from judge_service.api.compat import openrlhf, rft
-from judge_service.api.deps import AssemblyDep, RftRunnerDep
-from judge_service.api.middleware.auth import caller_of
+from judge_service.api.deps import AssemblyDep, RftRunnerDep, SharesDep
+from judge_service.api.middleware.auth import caller_of, principal_of
 from judge_service.errors import ConflictError, ForbiddenError, InvalidGroupError
 from judge_service.judging.rft.models import runs_python
 from judge_service.judging.rft.run import GraderConfigError, PythonNotAllowed
@@ -35,6 +35,7 @@ async def openrlhf_rewards(
     body: openrlhf.OpenRLHFRequest,
     http: Request,
     assembly: AssemblyDep,
+    shares: SharesDep,
     group_size: Annotated[int, Query(ge=1, le=64, description="Answers per prompt (n_samples_per_prompt).")],
     grader: Annotated[str | None, Query(min_length=1, max_length=64)] = None,
     run_id: Annotated[str | None, Query(max_length=128)] = None,
@@ -63,15 +64,19 @@ async def openrlhf_rewards(
             log.warning("openrlhf sample answered with the fallback reward: %s", exc.message)
             return None
 
-    results = await asyncio.gather(*(submit(m) for m in members))
+    async with shares.hold(principal_of(http.scope), len(members) / group_size):
+        results = await asyncio.gather(*(submit(m) for m in members))
     return openrlhf.reply(list(results), params)
 
 
 @fine_tuning.post("/run", summary="Run an RFT grader config on one sample (the hosted API's shape)")
-async def run_grader(body: rft.GraderRunRequest, runner: RftRunnerDep) -> dict[str, Any]:
+async def run_grader(
+    body: rft.GraderRunRequest, http: Request, runner: RftRunnerDep, shares: SharesDep
+) -> dict[str, Any]:
     if runs_python(body.grader) and not runner.allow_python:
         raise ForbiddenError(str(PythonNotAllowed()))
-    outcome = await runner.run(body.grader, body.model_sample, body.item or {})
+    async with shares.hold(principal_of(http.scope), 1):
+        outcome = await runner.run(body.grader, body.model_sample, body.item or {})
     return rft.run_reply(body.grader, outcome)
 
 

@@ -15,54 +15,27 @@ either, a page request is sent to the sign-in page (a GET) or refused 401 (anyth
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 from http.cookies import CookieError, SimpleCookie
 from urllib.parse import urlencode
 
-from pydantic import SecretStr
 from starlette.responses import RedirectResponse
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Send
+from starlette.types import Scope as ASGIScope
 
 from judge_service.api.errors import error_response
-from judge_service.api.middleware.session import SESSION_COOKIE, SessionSigner
+from judge_service.api.middleware.keys import KeyRing, Principal, Scope
+from judge_service.api.middleware.session import SESSION_COOKIE
 from judge_service.api.paths import METRICS, PROBES
 
 _REALM = 'Bearer realm="judge-service"'
-_CALLER = "caller"  # in scope["state"], where Starlette's request.state reads
+_PRINCIPAL = "principal"  # in scope["state"], where Starlette's request.state reads
 PAGES = "/ui"
 SIGN_IN = "/ui/signin"
-
-
-def parse_keys(raw: SecretStr | str | None) -> list[str]:
-    """JUDGE_API_KEYS as a list: comma-separated, surrounding spaces and empty entries dropped."""
-    text = raw.get_secret_value() if isinstance(raw, SecretStr) else raw or ""
-    return [key.strip() for key in text.split(",") if key.strip()]
 
 
 def public_paths(metrics_public: bool) -> frozenset[str]:
     """Routes answered without a key: the probes, and /metrics unless JUDGE_METRICS_PUBLIC=false."""
     return PROBES | {METRICS} if metrics_public else PROBES
-
-
-class KeyRing:
-    """The configured keys, as digests: checks a presented key (module docstring) and signs sessions."""
-
-    def __init__(self, keys: list[str]) -> None:
-        self._digests = [hashlib.sha256(key.encode()).digest() for key in keys]
-        self.sessions = SessionSigner(keys)
-
-    @property
-    def enabled(self) -> bool:
-        return bool(self._digests)
-
-    def caller_for(self, token: str) -> str | None:
-        """The caller identity of a valid key, None for any other text."""
-        presented = hashlib.sha256(token.encode()).digest()
-        matched = False
-        for digest in self._digests:  # every key, always: no early exit
-            matched |= hmac.compare_digest(presented, digest)
-        return caller_identity(token) if matched else None
 
 
 class ApiKeyAuth:
@@ -75,19 +48,21 @@ class ApiKeyAuth:
     def enabled(self) -> bool:
         return self._keys.enabled
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def __call__(self, scope: ASGIScope, receive: Receive, send: Send) -> None:
         if not self.enabled or scope["type"] not in ("http", "websocket") or scope["path"] in self._public:
             await self.app(scope, receive, send)
             return
         token = _bearer_token(scope)
-        caller = self._keys.caller_for(token) if token is not None else None
+        principal = self._keys.principal_for(token) if token is not None else None
         page = scope["path"] == PAGES or scope["path"].startswith(PAGES + "/")
-        if caller is None and page:
+        if principal is None and page:
             session = self._keys.sessions.verify(cookie(scope, SESSION_COOKIE))
-            caller = session.caller if session is not None else None
-        if caller is not None:
+            principal = self._keys.principal_named(session.caller) if session is not None else None
+            if principal is not None and not principal.may(Scope.READ):
+                principal = None  # a session is only as good as its key's scopes now
+        if principal is not None:
             # A fresh dict, never the server's lifespan state: the identity must not leak to other requests.
-            scope["state"] = {**scope.get("state", {}), _CALLER: caller}
+            scope["state"] = {**scope.get("state", {}), _PRINCIPAL: principal}
             await self.app(scope, receive, send)
             return
         if page and scope["type"] == "http" and scope["method"] in ("GET", "HEAD"):
@@ -104,24 +79,27 @@ class ApiKeyAuth:
             message = "this service needs an API key: send the header 'Authorization: Bearer <key>'"
             challenge = _REALM
         else:
-            message = "the API key is not valid; send one of the keys configured in JUDGE_API_KEYS"
+            message = (
+                "the API key is not valid; send a key configured in JUDGE_API_KEYS or JUDGE_API_KEYS_FILE"
+            )
             challenge = _REALM + ', error="invalid_token"'
         response = error_response(401, "unauthorized", message, headers={"WWW-Authenticate": challenge})
         await response(scope, receive, send)
 
 
-def caller_identity(key: str) -> str:
-    """A non-secret name for an API key: stable across restarts, different per key, never the key."""
-    return hashlib.sha256(key.encode()).hexdigest()[:16]
+def principal_of(scope: ASGIScope) -> Principal | None:
+    """The key that authenticated the request; None without API keys (or on a public route)."""
+    principal: Principal | None = scope.get("state", {}).get(_PRINCIPAL)
+    return principal
 
 
-def caller_of(scope: Scope) -> str | None:
-    """The identity of the API key that authenticated the request; None without API keys."""
-    caller: str | None = scope.get("state", {}).get(_CALLER)
-    return caller
+def caller_of(scope: ASGIScope) -> str | None:
+    """The name of the key that authenticated the request (never the key); None without API keys."""
+    principal = principal_of(scope)
+    return principal.name if principal is not None else None
 
 
-def cookie(scope: Scope, name: str) -> str | None:
+def cookie(scope: ASGIScope, name: str) -> str | None:
     for header, value in scope.get("headers", ()):
         if header == b"cookie":
             jar = SimpleCookie()
@@ -134,7 +112,7 @@ def cookie(scope: Scope, name: str) -> str | None:
     return None
 
 
-def _bearer_token(scope: Scope) -> str | None:
+def _bearer_token(scope: ASGIScope) -> str | None:
     for name, value in scope.get("headers", ()):
         if name == b"authorization":
             scheme, _, token = value.decode("latin-1").strip().partition(" ")

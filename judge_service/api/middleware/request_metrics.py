@@ -9,6 +9,7 @@ from __future__ import annotations
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from judge_service.api.middleware.auth import caller_of
 from judge_service.metrics import JudgeMetrics
 
 
@@ -32,7 +33,8 @@ class RequestMetrics:
         try:
             await self.app(scope, receive, recording_send)
         finally:
-            self.metrics.requests.labels(endpoint=_endpoint(scope), status=str(status)).inc()
+            key = caller_of(scope) or ""
+            self.metrics.requests.labels(endpoint=_endpoint(scope), status=str(status), key=key).inc()
 
 
 def _endpoint(scope: Scope) -> str:

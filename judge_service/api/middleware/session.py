@@ -3,10 +3,10 @@
 Pages cannot send `Authorization: Bearer`, and a key must never travel in a URL, so a person signs in
 once with a key (a POST form) and gets a session cookie: HttpOnly (no script reads it), SameSite=Strict
 (no other site sends it), Path=/ui, Secure over HTTPS, expiring after SESSION_S. Its value is
-`<payload>.<signature>`: the payload names the key's caller identity (auth.caller_identity, never the
-key), an expiry and a random session id; the signature is an HMAC-SHA256 under a secret derived from
-the configured keys, so every replica with the same keys verifies it, and rotating the keys ends every
-session.
+`<payload>.<signature>`: the payload names the key (its name in keys.py, never the key), an expiry and a
+random session id; the signature is an HMAC-SHA256 under the session secret (keys.py says where it
+comes from). A session is only as good as its key: the auth middleware looks the name up among the keys
+in force on every request, so a key removed or stripped of `read` ends its sessions.
 
 CSRF: every form carries a token that a POST must echo. It is the HMAC of the session id (signed in) or
 of a random value in a separate SameSite=Strict cookie (no keys: double submit); a cross-site page can
@@ -36,9 +36,8 @@ class Session:
 
 
 class SessionSigner:
-    def __init__(self, keys: list[str]) -> None:
-        material = "\n".join(sorted(keys)).encode()
-        self._secret = hashlib.sha256(b"judge-service pages\n" + material).digest()
+    def __init__(self, secret: bytes) -> None:
+        self._secret = secret
 
     def issue(self, caller: str, *, now: float | None = None) -> str:
         expires = int((now or time.time()) + SESSION_S)
