@@ -10,7 +10,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from judge_service.api import health, quality, routes
+from judge_service.api import health, quality, retention_routes, routes
 from judge_service.api.compat import router as compat
 from judge_service.api.errors import install_error_handlers
 from judge_service.api.middleware.access_log import AccessLog
@@ -40,6 +40,7 @@ from judge_service.judging.rft.model import ModelGrading
 from judge_service.judging.rft.run import GraderConfigError, RftRunner
 from judge_service.metrics import JudgeMetrics
 from judge_service.service import JudgeService
+from judge_service.service.retention import Retention
 from judge_service.store.base import JudgementStore
 from judge_service.store.factory import build_store
 from judge_service.ui import pages, signin
@@ -135,6 +136,16 @@ def create_app(
             settings.resolved_member_assembly(), service, judgement_store, metrics, assembly_settings
         )
         app.state.assembly = assembly
+        retention = Retention(
+            judgement_store,
+            metrics,
+            days=settings.retention_days,
+            interval_s=settings.prune_interval_s,
+            batch_rows=settings.prune_batch_rows,
+            pause_s=settings.prune_pause_s,
+        )
+        app.state.retention = retention
+        keeping = asyncio.create_task(retention.keep())  # returns at once without JUDGE_RETENTION_DAYS
         drain.reopen()
         following = asyncio.create_task(
             follow_backend(
@@ -158,6 +169,8 @@ def create_app(
         finally:
             await shut_down()
             following.cancel()
+            keeping.cancel()
+            await asyncio.gather(keeping, return_exceptions=True)  # no batch left half-sent to the store
             await code_pool.close()
             await judge_backend.close()
             await judgement_store.close()
@@ -191,6 +204,7 @@ def create_app(
     app.include_router(signin.router)
     app.include_router(health.router)
     app.include_router(quality.router)
+    app.include_router(retention_routes.router)
     app.include_router(compat.router)
     app.include_router(compat.fine_tuning)
     gate_routes(app)  # after every route is in: one without a scope stops the app here

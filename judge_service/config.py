@@ -400,6 +400,25 @@ class Settings(BaseSettings):
         "deployment runs `judge-service migrate` once, and replicas refuse a database it has not migrated. "
         "SQLite files are always migrated when opened.",
     )
+    retention_days: float | None = Field(
+        default=None,
+        gt=0,
+        description="Delete judgements older than this many days, in the background, one replica at a "
+        "time (labelled judgements are kept: README, Retention). Unset: keep everything.",
+    )
+    prune_interval_s: float = Field(
+        default=600.0, ge=1, description="With JUDGE_RETENTION_DAYS: how often the background prune runs."
+    )
+    prune_batch_rows: int = Field(
+        default=500,
+        ge=1,
+        le=100_000,
+        description="Judgements deleted per transaction: each batch holds the database's write lock (SQLite) "
+        "or its rows' locks (PostgreSQL) for about a millisecond per ten rows.",
+    )
+    prune_pause_s: float = Field(
+        default=0.01, ge=0, le=10, description="Pause between prune batches, for saves and reads to go first."
+    )
     idempotency_lease_s: float = Field(
         default=30.0,
         ge=1,

@@ -42,6 +42,12 @@ class JudgeMetrics:
             ["endpoint", "status", "key"],
             registry=r,
         )
+        self.pruned = Counter(
+            "judge_pruned_rows_total",
+            "Rows deleted by retention and prunes asked for, by what they held",
+            ["what"],
+            registry=r,
+        )
         self.group_seconds = Histogram(
             "judge_group_seconds",
             "Time to grade one group, admission wait included",

@@ -9,7 +9,15 @@ import re
 from datetime import datetime
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, model_validator
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    model_validator,
+)
 
 
 def canonical_json(value: Any, *, ascii_only: bool = True) -> str:
@@ -922,6 +930,39 @@ class RegradeItem(ResponseModel):
 class RegradeResponse(ResponseModel):
     results: list[RegradeItem]
     next_cursor: str | None = Field(default=None, description="With run_id: pass as cursor for more.")
+
+
+# --------------------------------------------------------------------------- retention
+
+MAX_PRUNE_PER_CALL = 10_000_000
+
+
+class PruneRequest(StrictModel):
+    before: AwareDatetime = Field(
+        description="Delete judgements created before this time, with its zone (2026-11-01T00:00:00Z)."
+    )
+    run_id: str | None = Field(default=None, pattern=RUN_ID_PATTERN, description="Only this run's.")
+    include_labelled: bool = Field(
+        default=False,
+        description="Also delete judgements a person labelled, with their labels (kept by default).",
+    )
+    max_judgements: int = Field(
+        default=100_000,
+        ge=1,
+        le=MAX_PRUNE_PER_CALL,
+        description="Stop after this many (then `more` is true: call again), so no call runs for long.",
+    )
+
+
+class PruneReport(ResponseModel):
+    before: datetime
+    run_id: str | None = None
+    judgements: int = Field(description="Judgements deleted (their idempotency keys with them).")
+    explained_reasons: int = Field(description="Reasons written afterwards, deleted with their judgement.")
+    labels: int = Field(description="Human labels deleted (only with include_labelled).")
+    claims: int = Field(description="Idempotency claims whose lease lapsed before the cut-off.")
+    seconds: float
+    more: bool = Field(description="True when max_judgements stopped it: call again for the rest.")
 
 
 # --------------------------------------------------------------------------- judge-quality reports

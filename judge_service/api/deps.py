@@ -17,6 +17,7 @@ from judge_service.judging.rft.run import RftRunner
 from judge_service.metrics import JudgeMetrics
 from judge_service.schemas import MAX_STEP, RUN_ID_PATTERN
 from judge_service.service import JudgeService
+from judge_service.service.retention import Retention
 
 T = TypeVar("T")
 
@@ -37,6 +38,7 @@ AssemblyDep = Annotated[MemberAssembly, Depends(_app_state("assembly", MemberAss
 RftRunnerDep = Annotated[RftRunner, Depends(_app_state("rft_runner", RftRunner))]
 # The API keys, and the page sessions they sign.
 KeysDep = Annotated[KeyRing, Depends(_app_state("keys", KeyRing))]
+RetentionDep = Annotated[Retention, Depends(_app_state("retention", Retention))]
 # Each key's fair share of this process (api/shares.py).
 SharesDep = Annotated[KeyShares, Depends(_app_state("shares", KeyShares))]
 

@@ -31,6 +31,8 @@ from judge_service.schemas import (
     LabelsRequest,
     MemberRequest,
     MemberResponse,
+    PruneReport,
+    PruneRequest,
     RegradeRequest,
     RegradeResponse,
     Rubric,
@@ -221,6 +223,10 @@ def regrade(
 
 def calibration(request: CalibrationRequest | Mapping[str, Any]) -> Call[CalibrationReport]:
     return Call("POST", "/v1/quality/calibration", CalibrationReport.model_validate, _payload(request))
+
+
+def prune(request: PruneRequest | Mapping[str, Any]) -> Call[PruneReport]:
+    return Call("POST", "/v1/prune", PruneReport.model_validate, _payload(request))
 
 
 def agreement(request: AgreementRequest | Mapping[str, Any]) -> Call[AgreementReport]:

@@ -26,6 +26,8 @@ from judge_service.schemas import (
     LabelsRequest,
     MemberRequest,
     MemberResponse,
+    PruneReport,
+    PruneRequest,
     RegradeRequest,
     RegradeResponse,
     Rubric,
@@ -176,6 +178,11 @@ class JudgeClient:
 
     def calibration(self, request: CalibrationRequest | Mapping[str, Any]) -> CalibrationReport:
         return self._send(calls.calibration(request))
+
+    def prune(self, request: PruneRequest | Mapping[str, Any]) -> PruneReport:
+        """Delete judgements created before a time, up to max_judgements per call (POST /v1/prune; the
+        key needs `admin`); call again while the report says `more`."""
+        return self._send(calls.prune(request))
 
     def agreement(self, request: AgreementRequest | Mapping[str, Any]) -> AgreementReport:
         return self._send(calls.agreement(request))

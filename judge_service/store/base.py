@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Protocol
 
 from judge_service.schemas import (
@@ -15,6 +17,7 @@ from judge_service.schemas import (
     RunSummary,
     StoredJudgement,
 )
+from judge_service.store.retention import PrunedBatch
 
 
 @dataclass(frozen=True)
@@ -114,6 +117,27 @@ class JudgementStore(Protocol):
 
     async def close_group(self, group_key: str) -> MemberGroup | None:
         """Close the group (no member joins after) if open; the group as closed, None if unknown."""
+        ...
+
+    def prune_lock(self) -> AbstractAsyncContextManager[bool]:
+        """Held while pruning, by one process at a time across replicas: yields False, at once, when
+        another holds it (PostgreSQL: a session advisory lock; SQLite: a lock file beside the database)."""
+        ...
+
+    async def prune_judgements(
+        self,
+        before: datetime,
+        *,
+        run_id: str | None = None,
+        include_labelled: bool = False,
+        limit: int = 1000,
+    ) -> PrunedBatch:
+        """Delete, in one transaction, at most `limit` of the oldest judgements created before `before`
+        (of one run), with their explained reasons; what is kept and why: store/retention.py."""
+        ...
+
+    async def prune_claims(self, before: datetime) -> int:
+        """Delete idempotency claims whose lease lapsed before `before`; how many."""
         ...
 
     async def prune_groups(self, closed_for_s: float) -> int:

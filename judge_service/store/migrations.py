@@ -91,6 +91,12 @@ CREATE TABLE rubrics (
 """
 
 
+# IF NOT EXISTS, unlike every other migration, on purpose: on a large PostgreSQL table an operator builds
+# it beforehand without blocking writes (CREATE INDEX CONCURRENTLY judgements_created_at ON judgements
+# (created_at)), and the migration then finds it there.
+_CREATED_AT_SQL = "CREATE INDEX IF NOT EXISTS judgements_created_at ON judgements (created_at);"
+
+
 @dataclass(frozen=True)
 class Migration:
     name: str
@@ -317,6 +323,14 @@ MIGRATIONS: tuple[Migration, ...] = (
         {
             SQLITE: _RUBRICS_SQL,
             POSTGRES: _RUBRICS_SQL,
+        },
+    ),
+    # Retention (store/retention.py) deletes the oldest judgements first, by this index.
+    Migration(
+        "m010_created_at_index",
+        {
+            SQLITE: _CREATED_AT_SQL,
+            POSTGRES: _CREATED_AT_SQL,
         },
     ),
 )

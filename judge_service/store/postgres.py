@@ -21,10 +21,12 @@ The same contract as the embedded SQLite store (store/base.py), on a pool of aut
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import replace
+from datetime import datetime
 from typing import Any, TypeVar
 
 import psycopg
@@ -41,7 +43,7 @@ from judge_service.schemas import (
     RunSummary,
     StoredJudgement,
 )
-from judge_service.store import codec, explained, member_groups, migrations, rubrics, run_views
+from judge_service.store import codec, explained, member_groups, migrations, retention, rubrics, run_views
 from judge_service.store.base import (
     Claim,
     IdempotencyKey,
@@ -52,6 +54,7 @@ from judge_service.store.base import (
 )
 from judge_service.store.group_commit import MAX_ROWS_PER_COMMIT, GroupCommit, PendingSave
 from judge_service.store.migrations import POSTGRES
+from judge_service.store.retention import PrunedBatch
 
 __all__ = ["PostgresJudgementStore"]
 
@@ -59,9 +62,10 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-# Advisory lock keys (any two distinct bigints): one for migrations, one that orders id-taking writes.
+# Advisory lock keys (distinct bigints): migrations, the order of id-taking writes, pruning.
 _MIGRATION_LOCK = 0x6A756467_65000001
 _WRITE_LOCK = 0x6A756467_65000002
+_PRUNE_LOCK = 0x6A756467_65000003  # one replica prunes at a time (service/retention.py)
 
 _NOW = "extract(epoch from clock_timestamp())"
 _INSERT = (
@@ -342,6 +346,60 @@ class PostgresJudgementStore:
                 return None if group is None else replace(group, closed_now=closed_now)
 
         return await self._run(close)
+
+    @contextlib.asynccontextmanager
+    async def prune_lock(self) -> AsyncIterator[bool]:
+        # A session lock on a connection held for the whole prune: a replica that dies drops it with its
+        # connection, so a prune never stays locked out.
+        pool = self._live_pool()
+        try:
+            async with pool.connection() as conn:
+                row = await (await conn.execute("SELECT pg_try_advisory_lock(%s)", (_PRUNE_LOCK,))).fetchone()
+                held = bool(row and row[0])
+                try:
+                    yield held
+                finally:
+                    if held:
+                        await conn.execute("SELECT pg_advisory_unlock(%s)", (_PRUNE_LOCK,))
+        except psycopg.OperationalError as exc:
+            raise StoreUnavailableError(
+                "the judgement database is unavailable; retry in a few seconds"
+            ) from exc
+
+    async def prune_judgements(
+        self,
+        before: datetime,
+        *,
+        run_id: str | None = None,
+        include_labelled: bool = False,
+        limit: int = 1000,
+    ) -> PrunedBatch:
+        select = retention.oldest_sql("%s", run=run_id is not None, include_labelled=include_labelled)
+        params = retention.oldest_params(before, run_id, limit)
+
+        async def prune(conn: psycopg.AsyncConnection[Any]) -> PrunedBatch:
+            async with conn.transaction():
+                rows = await (await conn.execute(select, params)).fetchall()
+                if not rows:
+                    return PrunedBatch()
+                ids = [r[1] for r in rows]
+                reasons = await conn.execute(
+                    "DELETE FROM explained_reasons WHERE judgement_id = ANY(%s)", (ids,)
+                )
+                labels = await conn.execute("DELETE FROM human_labels WHERE judgement_id = ANY(%s)", (ids,))
+                deleted = await conn.execute(
+                    "DELETE FROM judgements WHERE id = ANY(%s)", ([r[0] for r in rows],)
+                )
+                return PrunedBatch(deleted.rowcount, reasons.rowcount, labels.rowcount)
+
+        return await self._run(prune)
+
+    async def prune_claims(self, before: datetime) -> int:
+        async def prune(conn: psycopg.AsyncConnection[Any]) -> int:
+            async with conn.transaction():
+                return (await conn.execute(retention.claims_sql("%s"), (before.timestamp(),))).rowcount
+
+        return await self._run(prune)
 
     async def prune_groups(self, closed_for_s: float) -> int:
         async def prune(conn: psycopg.AsyncConnection[Any]) -> int:

@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import functools
 import logging
+import os
 import sqlite3
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 from typing import TypeVar
 
@@ -34,7 +37,7 @@ from judge_service.schemas import (
     RunSummary,
     StoredJudgement,
 )
-from judge_service.store import codec, explained, member_groups, migrations, rubrics, run_views
+from judge_service.store import codec, explained, member_groups, migrations, retention, rubrics, run_views
 from judge_service.store.base import (
     Claim,
     IdempotencyKey,
@@ -45,6 +48,7 @@ from judge_service.store.base import (
 )
 from judge_service.store.group_commit import MAX_ROWS_PER_COMMIT, GroupCommit, PendingSave
 from judge_service.store.migrations import SQLITE, Migration
+from judge_service.store.retention import PrunedBatch
 
 __all__ = ["SqliteJudgementStore"]
 
@@ -349,6 +353,55 @@ class SqliteJudgementStore:
                 return None if group is None else replace(group, closed_now=closed_now)
 
         return await self._run(close)
+
+    @contextlib.asynccontextmanager
+    async def prune_lock(self) -> AsyncIterator[bool]:
+        # A lock file beside the database, which the worker processes of a replica share.
+        path = f"{self.path}.prune-lock"
+        fd = await self._run(lambda: os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                yield False
+                return
+            yield True  # the lock goes with the descriptor
+        finally:
+            os.close(fd)
+
+    async def prune_judgements(
+        self,
+        before: datetime,
+        *,
+        run_id: str | None = None,
+        include_labelled: bool = False,
+        limit: int = 1000,
+    ) -> PrunedBatch:
+        select = retention.oldest_sql("?", run=run_id is not None, include_labelled=include_labelled)
+        params = retention.oldest_params(before, run_id, limit)
+
+        def prune() -> PrunedBatch:
+            conn = self._connection()
+            with _write_transaction(conn):
+                rows = conn.execute(select, params).fetchall()
+                if not rows:
+                    return PrunedBatch()
+                ids = [r[1] for r in rows]
+                marks = ", ".join("?" * len(rows))
+                reasons = conn.execute(f"DELETE FROM explained_reasons WHERE judgement_id IN ({marks})", ids)
+                labels = conn.execute(f"DELETE FROM human_labels WHERE judgement_id IN ({marks})", ids)
+                deleted = conn.execute(f"DELETE FROM judgements WHERE id IN ({marks})", [r[0] for r in rows])
+                return PrunedBatch(deleted.rowcount, reasons.rowcount, labels.rowcount)
+
+        return await self._run(prune)
+
+    async def prune_claims(self, before: datetime) -> int:
+        def prune() -> int:
+            conn = self._connection()
+            with _write_transaction(conn):
+                return conn.execute(retention.claims_sql("?"), (before.timestamp(),)).rowcount
+
+        return await self._run(prune)
 
     async def prune_groups(self, closed_for_s: float) -> int:
         def prune() -> int:

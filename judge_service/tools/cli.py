@@ -8,6 +8,7 @@
         [--as-run-id RUN] [--out FILE]
     judge-service rubrics --data FILE [--format requests|gsm8k-solutions] [--out IDS.jsonl] [--items N]
         [--instructions TEXT] [--concurrency C]
+    judge-service prune --before DATE [--run RUN] [--include-labelled] [--per-call N]
     judge-service eval --data FILE [--format labelled|gsm8k-solutions] [--compare FILE | --grader G ...]
         [--limit N] [--concurrency C] [--run-id RUN] [--out REPORT.json] [--url URL]
 
@@ -43,6 +44,7 @@ from judge_service.schemas import (
     parse_canary_kinds,
 )
 from judge_service.tools import eval as eval_tool
+from judge_service.tools import prune as prune_tool
 from judge_service.tools import rubrics as rubrics_tool
 from judge_service.tools.eval_data import FORMATS, read_groups
 from judge_service.tools.judge_file import judge_file
@@ -50,7 +52,7 @@ from judge_service.tools.regrade import regrade_command
 
 Transport = httpx.AsyncBaseTransport | None  # tests inject an in-process server
 
-COMMANDS = ("calibrate", "agreement", "judge-file", "regrade", "eval", "rubrics")
+COMMANDS = ("calibrate", "agreement", "judge-file", "regrade", "eval", "rubrics", "prune")
 DEFAULT_SERVER = "http://127.0.0.1:8000"
 API_KEY_ENV = "JUDGE_CLIENT_API_KEY"  # the client's key; not the server's list, JUDGE_API_KEYS
 
@@ -103,6 +105,18 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     _client_options(rg)
     _add_eval(commands)
+
+    pr = commands.add_parser(
+        "prune", help="delete stored judgements created before a date", description=prune_tool.__doc__
+    )
+    pr.add_argument("--before", required=True, help="YYYY-MM-DD (midnight UTC) or an ISO 8601 time")
+    pr.add_argument("--run", help="only this run's judgements")
+    pr.add_argument(
+        "--include-labelled", action="store_true", help="also judgements a person labelled, with the labels"
+    )
+    pr.add_argument("--per-call", type=int, default=100_000, help="judgements per request (default 100000)")
+    pr.add_argument("--json", action="store_true", help="print the report as JSON")
+    _client_options(pr)
 
     rb = commands.add_parser(
         "rubrics",
@@ -250,6 +264,8 @@ async def run_command(args: argparse.Namespace, transport: Transport = None) -> 
             return await eval_command(args, transport)
         if args.command == "rubrics":
             return await rubrics_command(args, transport)
+        if args.command == "prune":
+            return await prune_command(args, transport)
         return await judge_file_command(args, transport)
     except ApiKeyRefused as exc:
         fix = "pass a valid key with --api-key" if exc.key_sent else "pass one with --api-key"
@@ -325,6 +341,18 @@ async def rubrics_command(args: argparse.Namespace, transport: Transport = None)
         f"rubrics {written}, failed {failed}, skipped {skipped}{where}, prompts {len(prompts)}\n"
     )
     return 1 if failed else 0
+
+
+async def prune_command(args: argparse.Namespace, transport: Transport = None) -> int:
+    report = await prune_tool.prune(
+        client_for(args, transport),
+        prune_tool.parse_before(args.before),
+        run_id=args.run,
+        include_labelled=args.include_labelled,
+        per_call=args.per_call,
+        progress=not args.no_progress and not args.json,
+    )
+    return _emit(report, args.json, prune_tool.describe)
 
 
 def eval_configurations(args: argparse.Namespace) -> list[eval_tool.Configuration]:

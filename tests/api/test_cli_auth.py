@@ -77,13 +77,15 @@ def command(name: str, tmp_path: Path) -> list[str]:
         data = tmp_path / "prompts.jsonl"
         data.write_text(json.dumps(group(2)) + "\n")
         return ["rubrics", "--data", str(data), "--out", str(tmp_path / "rubrics.jsonl")]
+    if name == "prune":
+        return ["prune", "--before", "2000-01-01", "--json"]  # older than anything: deletes nothing
     return ["regrade", "--run-id", "r", "--out", str(tmp_path / "regraded.jsonl")]
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     add_commands(parser.add_subparsers(dest="command", required=True))
-    commands = ("judge-file", "regrade", "eval", "rubrics")
+    commands = ("judge-file", "regrade", "eval", "rubrics", "prune")
     extra = ["--retries", "0", "--no-progress"] if argv[0] in commands else []
     return parser.parse_args([*argv, "--server", "http://judge", *extra])
 

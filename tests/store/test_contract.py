@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -16,6 +16,7 @@ from judge_service.schemas import (
     ChatMessage,
     Criterion,
     ExplainedReasons,
+    HumanLabels,
     JudgeResponse,
     Rubric,
     RubricRequest,
@@ -29,8 +30,9 @@ from judge_service.store.base import (
     JudgementStore,
     MemberJoin,
 )
+from judge_service.store.retention import PrunedBatch
 from tests.store.conftest import StoreUnderTest
-from tests.store.samples import make_judgement
+from tests.store.samples import T0, make_judgement
 
 
 async def test_round_trip(store: JudgementStore, backend: StoreUnderTest) -> None:
@@ -387,3 +389,92 @@ async def test_rubric_versions_are_kept_and_the_first_writer_of_a_version_wins(s
     assert await store.rubric(rubric_id) == edited  # the latest
     assert await store.rubric(rubric_id, 1) == racing[0]  # an earlier version stays
     assert await store.rubric(rubric_id, 3) is None
+
+
+# ------------------------------------------------------------------ retention (store/retention.py)
+
+
+async def _aged(store: JudgementStore, count: int, *, start: int = 0, run_id: str = "run-a") -> list[str]:
+    """`count` judgements created a day apart from T0 + `start` days; their ids, oldest first."""
+    ids = []
+    for i in range(start, start + count):
+        judgement = make_judgement(f"aged-{run_id}-{i:03d}", run_id=run_id).model_copy(
+            update={"created_at": T0 + timedelta(days=i)}
+        )
+        await store.save(judgement, idempotency=IdempotencyKey(f"key-{run_id}-{i}", "hash"))
+        ids.append(judgement.judgement_id)
+    return ids
+
+
+async def test_pruning_deletes_the_oldest_first_in_batches_with_their_keys_and_reasons(
+    store: JudgementStore, backend: StoreUnderTest
+) -> None:
+    ids = await _aged(store, 7)
+    await store.save_explained(ids[0], _reasons("old"))
+    await store.save_explained(ids[6], _reasons("new"))
+    before = T0 + timedelta(days=5)  # the first five are older
+    first = await store.prune_judgements(before, limit=3)
+    assert first == PrunedBatch(judgements=3, explained_reasons=1, labels=0)
+    assert [await store.get(i) is None for i in ids] == [True, True, True, False, False, False, False]
+    second = await store.prune_judgements(before, limit=3)
+    assert second.judgements == 2
+    assert await store.prune_judgements(before, limit=3) == PrunedBatch()
+    assert await backend.count() == 2
+    assert await store.explained_of(ids[0]) is None and await store.explained_of(ids[6]) is not None
+    # The key went with its judgement: the same key stores a new judgement.
+    assert await store.get_by_idempotency_key("key-run-a-0") is None
+    await store.save(make_judgement("again"), idempotency=IdempotencyKey("key-run-a-0", "hash"))
+    assert await store.get(ids[5]) is not None and await store.get(ids[6]) is not None
+
+
+async def test_pruning_keeps_labelled_judgements_unless_asked_and_can_keep_to_one_run(
+    store: JudgementStore,
+) -> None:
+    run_a = await _aged(store, 3, run_id="run-a")
+    run_b = await _aged(store, 3, run_id="run-b")
+    labels = HumanLabels(judgement_id=run_a[0], labeler="ann", human={"a0": 5.0})
+    await store.save_labels(labels, run_id="run-a")
+    before = T0 + timedelta(days=10)
+    only_b = await store.prune_judgements(before, run_id="run-b", limit=100)
+    assert only_b.judgements == 3 and all([await store.get(i) is not None for i in run_a])
+    kept = await store.prune_judgements(before, limit=100)
+    assert kept.judgements == 2 and await store.get(run_a[0]) is not None
+    assert await store.labels_of(run_a[0]) == [labels]
+    labelled = await store.prune_judgements(before, include_labelled=True, limit=100)
+    assert labelled == PrunedBatch(judgements=1, explained_reasons=0, labels=1)
+    assert await store.get(run_a[0]) is None and await store.labels_of(run_a[0]) == []
+    assert run_b  # pruned above
+
+
+async def test_a_regrade_outlives_its_pruned_original(store: JudgementStore) -> None:
+    (original,) = await _aged(store, 1)
+    regrade = make_judgement("regrade-1").model_copy(
+        update={"created_at": T0 + timedelta(days=30), "regrade_of": original}
+    )
+    await store.save(regrade)
+    assert (await store.prune_judgements(T0 + timedelta(days=10))).judgements == 1
+    kept = await store.get("regrade-1")
+    assert kept is not None and kept.regrade_of == original and await store.get(original) is None
+    assert await store.regrades_of([original]) == [kept]
+
+
+async def test_lapsed_claims_are_pruned_and_live_ones_kept(store: JudgementStore) -> None:
+    await store.claim(IdempotencyKey("lapsed", "h"), owner="dead", lease_s=-3600)
+    await store.claim(IdempotencyKey("live", "h"), owner="alive", lease_s=60)
+    assert await store.prune_claims(datetime.now(UTC) - timedelta(minutes=1)) == 1
+    assert await store.prune_claims(datetime.now(UTC) - timedelta(minutes=1)) == 0
+    assert not (await store.claim(IdempotencyKey("live", "h"), owner="other", lease_s=60)).owned
+
+
+async def test_one_prune_at_a_time(store: JudgementStore, backend: StoreUnderTest) -> None:
+    other = backend.reopen()
+    await other.open()
+    try:
+        async with store.prune_lock() as held:
+            assert held
+            async with other.prune_lock() as second:
+                assert not second
+        async with other.prune_lock() as after:
+            assert after  # released
+    finally:
+        await other.close()
