@@ -29,6 +29,7 @@ from tests.api.test_regrade_cli import parse
 from tests.store.samples import make_judgement
 
 ADMIN, READER = "admin-key-0123456789", "reader-key-0123456789"
+SCOPES = ["admin", "read", "judge"]
 NOW = datetime.now(UTC)
 
 
