@@ -20,9 +20,10 @@ class RawHTTPConnection:
     async def connect(self) -> None:
         self._reader, self._writer = await asyncio.open_connection(self._host, self._port)
 
-    def request_bytes(self, path: str, body: bytes) -> bytes:
+    def request_bytes(self, path: str, body: bytes, headers: dict[str, str] | None = None) -> bytes:
+        extra = "".join(f"{name}: {value}\r\n" for name, value in (headers or {}).items())
         head = (
-            f"POST {path} HTTP/1.1\r\nHost: {self._host}:{self._port}\r\n"
+            f"POST {path} HTTP/1.1\r\nHost: {self._host}:{self._port}\r\n{extra}"
             f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
         )
         return head.encode() + body

@@ -58,6 +58,14 @@ def hangs(sample: dict[str, Any], item: dict[str, Any]) -> float:
     return 1.0
 
 
+def hangs_after_marking(sample: dict[str, Any], item: dict[str, Any]) -> float:
+    """Touches the item's `marker` file, then never returns: a test knows the grader is running."""
+    with open(item["marker"], "w") as marker:
+        marker.write(str(os.getpid()))
+    time.sleep(3600)
+    return 1.0
+
+
 def aborts(sample: dict[str, Any], item: dict[str, Any]) -> float:
     if "abort" in sample["output_text"]:
         os.abort()

@@ -160,7 +160,7 @@ def test_endpoint_down_while_judging_is_502_after_retries(tmp_path: Path) -> Non
         assert len(calls) == 4
         assert metric(client, "judge_retries_total", reason="http_transport") == 3
         assert metric(client, "judge_backend_errors_total", code="judge_unavailable") == 1
-        assert metric(client, "judge_requests_total", endpoint="/v1/judge", status="502") == 1
+        assert metric(client, "judge_requests_total", endpoint="/v1/judge", status="502", key="") == 1
 
 
 def test_slow_judge_hits_the_group_deadline(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -109,5 +110,33 @@ def test_workers_stop_when_their_supervisor_is_killed_outright(tmp_path: Path) -
         with pytest.raises(httpx.TransportError):  # nobody answers on the replica's port any more
             httpx.get(f"{service.url}/readyz", timeout=2)
         assert "is gone; this worker stops" in service.log()
+    finally:
+        service.stop()
+
+
+def test_a_code_grader_worker_busy_in_a_hung_grader_stops_when_its_service_is_killed(tmp_path: Path) -> None:
+    """An idle code-grader worker sees its pipe close; one stuck in a grader that never returns would spin
+    on forever once the service that would time it out is gone: it kills its own process group."""
+    spec = [{"name": "hangs", "target": "tests.code_graders:hangs_after_marking", "timeout_s": 60}]
+    service = ServiceProcess(tmp_path, code_graders=json.dumps(spec), code_workers=1).start()
+    marker = tmp_path / "grader-running"
+    try:
+        (worker,) = worker_pids(service.pid)
+        request = {**body(0, "hang"), "grader": "hangs", "item": {"marker": str(marker)}}
+        with ThreadPoolExecutor(1) as pool:
+            sent = pool.submit(httpx.post, f"{service.url}/v1/judge", json=request, timeout=60)
+            deadline = time.monotonic() + 15
+            while not marker.exists():
+                assert time.monotonic() < deadline and not sent.done(), "the grader never started"
+                time.sleep(0.05)
+            assert int(marker.read_text() or worker) == worker
+            os.kill(service.pid, signal.SIGKILL)
+            service.wait(10)
+            deadline = time.monotonic() + 10
+            while not gone(worker):
+                assert time.monotonic() < deadline, f"code worker {worker} outlived its service"
+                time.sleep(0.1)
+            with pytest.raises(httpx.TransportError):
+                sent.result()
     finally:
         service.stop()

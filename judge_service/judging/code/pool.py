@@ -33,6 +33,7 @@ _HEADER = struct.Struct(">I")
 _MAX_REPLY_BYTES = 64 * 2**20
 STALL_S = 1.0
 WORKER_MODULE = "judge_service.judging.code.worker"
+POOL_PID_ENV = "JUDGE_CODE_POOL_PID"
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,7 @@ class _Worker:
         env = dict(os.environ)
         # The worker imports graders from where the service does (a module beside the service's cwd too).
         env["PYTHONPATH"] = os.pathsep.join(path or os.getcwd() for path in sys.path)
+        env[POOL_PID_ENV] = str(os.getpid())  # the worker stops with its whole group once this is gone
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",

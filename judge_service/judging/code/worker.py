@@ -14,7 +14,8 @@ and reads every reply before the next:
 T is {"module": "pkg.mod", "function": "name"} (a function in an importable module) or {"source": "..."}
 (inline source defining `grade`). Before each call the worker's address space may grow by at most M MiB
 (RLIMIT_AS, set and lifted around the call): a grader that allocates more gets MemoryError, reported as
-`grader_memory`. What user code prints goes to stderr: stdout carries the protocol.
+`grader_memory`. What user code prints goes to stderr: stdout carries the protocol. A worker whose
+service is gone kills its own process group (watch_service).
 """
 
 from __future__ import annotations
@@ -25,8 +26,10 @@ import json
 import math
 import os
 import resource
+import signal
 import struct
 import sys
+import threading
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any, BinaryIO
@@ -213,7 +216,23 @@ def serve(inbox: BinaryIO, outbox: BinaryIO) -> None:
                 write_message(outbox, _error("grader_invalid_result", f"the result is not JSON: {exc}"))
 
 
+def watch_service(poll_s: float = 0.5) -> None:
+    """Kill this worker's process group (what its grader started with it) once the service that started it
+    is gone. An idle worker sees its pipe close and returns; this is for one busy in a grader that never
+    ends, which nothing would stop once the service that would time it out is dead."""
+    service = int(os.environ.get("JUDGE_CODE_POOL_PID") or os.getppid())
+
+    def watch() -> None:
+        pause = threading.Event()
+        while os.getppid() == service:
+            pause.wait(poll_s)
+        os.killpg(0, signal.SIGKILL)
+
+    threading.Thread(target=watch, name="service-watch", daemon=True).start()
+
+
 def main() -> None:
+    watch_service()
     # The protocol gets stdout's pipe; what user code prints goes to stderr instead.
     outbox = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
