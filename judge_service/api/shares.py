@@ -10,6 +10,10 @@ its group (its group is judged once, for all its members). A request that cannot
 `over_share` with Retry-After (the seconds until the bucket holds enough, or 1 for in-flight); one that no
 wait can admit (a batch larger than the key's whole share) gets 422 saying to send smaller batches.
 
+While a key's groups wait for the judge, they wait in the key's own turn (judging/llm/admission.py): a
+freed judge slot goes to each key with groups waiting in turn, so a key sending a few groups is not
+queued behind another key's many.
+
 Limits hold per replica and per worker process, with no coordination (no database round trip per
 request): behind a load balancer over R replicas a key gets up to R times its limits. Keys off (no
 principal): nothing is counted.
@@ -25,6 +29,7 @@ from dataclasses import dataclass
 
 from judge_service.api.middleware.keys import Principal
 from judge_service.errors import InvalidGroupError, OverloadedError
+from judge_service.judging.llm.admission import ADMISSION_KEY
 
 EPSILON = 1e-9  # member shares are fractions; sums of them must not miss a whole by rounding
 
@@ -48,17 +53,19 @@ class KeyShares:
     @asynccontextmanager
     async def hold(self, principal: Principal | None, groups: float) -> AsyncIterator[None]:
         """Hold `groups` of the principal's share while the body runs; OverShareError (429) now if the
-        share cannot take them."""
-        if principal is None or (
-            principal.limits.max_groups_in_flight is None and principal.limits.groups_per_minute is None
-        ):
+        share cannot take them. The groups wait for the judge in the key's own turn (admission.py)."""
+        if principal is None:
             yield
             return
-        state = self._admit(principal, groups)
+        limited = principal.limits.max_groups_in_flight is not None or principal.limits.groups_per_minute
+        state = self._admit(principal, groups) if limited else None
+        turn = ADMISSION_KEY.set(principal.name)
         try:
             yield
         finally:
-            state.in_flight = max(0.0, state.in_flight - groups)
+            ADMISSION_KEY.reset(turn)
+            if state is not None:
+                state.in_flight = max(0.0, state.in_flight - groups)
 
     def in_flight(self, name: str) -> float:
         state = self._keys.get(name)
