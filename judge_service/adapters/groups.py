@@ -243,6 +243,18 @@ def marks_line(criteria: Mapping[str, CriterionMark]) -> str:
     )
 
 
+def score_components(answer: AnswerResult) -> dict[str, float]:
+    """Each criterion's 0-1 score (or each blend term's), for trainers that log reward components."""
+    if answer.criteria:
+        return {name: mark.score for name, mark in answer.criteria.items() if mark.score is not None}
+    return {t.grader: t.score for t in answer.terms or () if t.score is not None}
+
+
+def answer_reason(answer: AnswerResult) -> str | None:
+    """The marks and reasons in one line, else the answer's explanation."""
+    return marks_line(answer.criteria) if answer.criteria else answer.explanation
+
+
 def _given(mark: CriterionMark) -> str:
     if mark.met is not None:
         return "met" if mark.met else "not met"

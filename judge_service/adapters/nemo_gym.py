@@ -32,9 +32,16 @@ from nemo_gym.base_resources_server import (
 from nemo_gym.judge import JudgeError
 from pydantic import ConfigDict, Field
 
-from judge_service.adapters.groups import as_conversation, clean, content_text, marks_line, shared_clients
+from judge_service.adapters.groups import (
+    answer_reason,
+    as_conversation,
+    clean,
+    content_text,
+    score_components,
+    shared_clients,
+)
 from judge_service.client import JudgeClientError
-from judge_service.schemas import AnswerResult, JudgeRequest, MemberRequest
+from judge_service.schemas import JudgeRequest, MemberRequest
 
 
 class JudgeServiceConfig(BaseResourcesServerConfig):
@@ -100,9 +107,9 @@ class JudgeServiceResourcesServer(SimpleResourcesServer):
         return JudgeServiceVerifyResponse(
             **body.model_dump(),
             reward=answer.score,
-            reward_components=_components(answer),
+            reward_components=score_components(answer),
             judgement_id=judgement_id,
-            judge_reason=_reason(answer),
+            judge_reason=answer_reason(answer),
         )
 
 
@@ -132,15 +139,3 @@ def _output_text(response: Any) -> str:
 def _task_key(conversation: list[dict[str, str]], reference: str) -> str:
     canonical = json.dumps([conversation, reference], sort_keys=True, ensure_ascii=False)
     return "task-" + hashlib.sha256(canonical.encode()).hexdigest()[:32]
-
-
-def _components(answer: AnswerResult) -> dict[str, float]:
-    if answer.criteria:
-        return {name: mark.score for name, mark in answer.criteria.items()}
-    return {t.grader: t.score for t in answer.terms or () if t.score is not None}
-
-
-def _reason(answer: AnswerResult) -> str | None:
-    if answer.criteria:
-        return marks_line(answer.criteria)
-    return answer.explanation

@@ -28,15 +28,21 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Mapping
 from typing import Any
 
 import verifiers.v1 as vf
 from pydantic import Field
 
-from judge_service.adapters.groups import as_conversation, clean, content_text, marks_line, shared_clients
+from judge_service.adapters.groups import (
+    answer_reason,
+    as_conversation,
+    clean,
+    content_text,
+    score_components,
+    shared_clients,
+)
 from judge_service.client import JudgeClientError
-from judge_service.schemas import AnswerResult, JudgeRequest, MemberRequest
+from judge_service.schemas import JudgeRequest, MemberRequest
 
 __all__ = ["JudgeServiceJudge"]
 
@@ -94,9 +100,9 @@ class JudgeServiceJudge(vf.Judge[float, JudgeServiceJudgeConfig]):
             raise RuntimeError(f"the judge service failed the rollout: {exc}") from exc
         if answer.score is None:
             raise RuntimeError(f"the judge could not score the rollout: {answer.error}")
-        for name, value in _components(answer).items():
+        for name, value in score_components(answer).items():
             trace.record_metric(f"{self.reward_name}_{name}", value)
-        trace.info["judge_service"] = {"judgement_id": judgement_id, "reason": _reason(answer)}
+        trace.info["judge_service"] = {"judgement_id": judgement_id, "reason": answer_reason(answer)}
         return answer.score
 
 
@@ -109,13 +115,3 @@ def _messages(task: vf.TaskData) -> list[dict[str, str]]:
         data = message.model_dump() if hasattr(message, "model_dump") else dict(message)
         messages.append({"role": str(data.get("role", "user")), "content": content_text(data.get("content"))})
     return messages
-
-
-def _components(answer: AnswerResult) -> Mapping[str, float]:
-    if answer.criteria:
-        return {name: mark.score for name, mark in answer.criteria.items() if mark.score is not None}
-    return {t.grader: t.score for t in answer.terms or () if t.score is not None}
-
-
-def _reason(answer: AnswerResult) -> str | None:
-    return marks_line(answer.criteria) if answer.criteria else answer.explanation
