@@ -6,11 +6,13 @@
 #        scripts/trainer_envs.sh nemo-gym -> .venv-nemo-gym (Python 3.13, nemo-gym 0.7.0)
 #        scripts/trainer_envs.sh verifiers -> .venv-verifiers (Python 3.11, verifiers 0.4.0)
 #        scripts/trainer_envs.sh skyrl   -> .venv-skyrl (Python 3.12, skyrl 0.3.0 and skyrl-gym 0.4.0)
+#        scripts/trainer_envs.sh areal   -> .venv-areal (Python 3.11, areal 1.0.4 without its GPU stack)
 # Idempotent: an environment is rebuilt only when its pinned packages or its Python change.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-name=${1:?usage: trainer_envs.sh art|verl|nemo-gym|verifiers|skyrl}
+name=${1:?usage: trainer_envs.sh art|verl|nemo-gym|verifiers|skyrl|areal}
 pip_flags=()
+without_deps=()  # installed after the rest with --no-deps
 
 python_for() {  # a Python of the given minor version that runs: on PATH, else under pyenv
   local found
@@ -51,6 +53,17 @@ case "$name" in
     packages=("skyrl==0.3.0" "skyrl-gym==0.4.0" "torch==2.13.0" "ray==2.60.0" "aiohttp==3.14.5"
       "torchdata==0.11.0" "loguru==0.7.3" "omegaconf==2.3.1" "hydra-core==1.3.2" "jaxtyping==0.3.11")
     ;;
+  areal)
+    python=$(python_for 3.11)
+    # areal 1.0.4 depends on torch<2.11 (a CUDA build of several GB here) and on agent frameworks
+    # (openhands, litellm, ...) that its RLVR workflow never imports: it is installed without its
+    # dependencies, beside the CPU torch and what the workflow's imports need.
+    packages=("torch==2.13.0+cpu" "transformers==5.3.0" "hydra-core==1.4.0.dev1" "omegaconf==2.4.0.dev2"
+      "aiohttp==3.14.5" "aiofiles==25.1.0" "colorlog==6.12.0" "einops==0.8.2" "flask==3.1.3" "lark==1.3.1"
+      "numba==0.68.1" "openai==3.63.0" "orjson==3.13.0" "pillow==13.0.0" "ray==2.60.0" "tenacity==9.2.1"
+      "torchdata==0.11.0" "uvloop==0.23.0")
+    without_deps=("areal==1.0.4")
+    ;;
   *)
     echo "trainer_envs.sh: unknown environment $name" >&2
     exit 2
@@ -59,12 +72,15 @@ esac
 
 venv=".venv-$name"
 stamp="$venv/.built-from"
-want="${packages[*]} $("$python" -V 2>&1)"
+want="${packages[*]} ${without_deps[*]+${without_deps[*]} }$("$python" -V 2>&1)"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   exit 0
 fi
 rm -rf "$venv"
 "$python" -m venv "$venv"
 "$venv/bin/python" -m pip install -q --disable-pip-version-check ${pip_flags[@]+"${pip_flags[@]}"} "${packages[@]}" 2> >(grep -v "WARNING: Location" >&2)
+if [ ${#without_deps[@]} -gt 0 ]; then
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps "${without_deps[@]}" 2> >(grep -v "WARNING: Location" >&2)
+fi
 echo "$want" > "$stamp"
 echo "built $venv"
