@@ -177,10 +177,17 @@ class JudgeServiceGenerator(SkyRLGymGenerator):
             scored = [s for s, u in zip(results.scores, uids, strict=True) if u == uid and s is not None]
             group_means[uid] = statistics.fmean(scored) if scored else 0.0
         components: dict[str, list[float]] = {}
+        masked = [position for position, score in enumerate(results.scores) if score is None]
+        if masked:
+            log.warning(
+                "%d of %d trajectories are masked (unscored); the first: %s",
+                len(masked),
+                len(order),
+                results.reasons[masked[0]],
+            )
         for position, i in enumerate(order):
             answer, score = results.answers[position], results.scores[position]
             if score is None:
-                log.warning("trajectory %d is masked: %s", i, results.reasons[position])
                 masks[i] = [0] * len(masks[i])
                 score = group_means[uids[position]]
             elif self.generator_cfg.zero_reward_on_non_stop and stop_reasons[i] != "stop":
