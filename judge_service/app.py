@@ -30,6 +30,7 @@ from judge_service.judging.base import Grader
 from judge_service.judging.code.grader import load_code_grader
 from judge_service.judging.code.pool import WorkerPool
 from judge_service.judging.code.spec import parse_code_graders
+from judge_service.judging.comparison.grader import KNOCKOUT, PAIRWISE, ComparisonGrader
 from judge_service.judging.llm.admission import GroupAdmission
 from judge_service.judging.llm.caller import JudgeCaller, JudgeSettings
 from judge_service.judging.llm.judge import LLMJudge
@@ -100,12 +101,13 @@ def create_app(
         )
         metrics.admission_limit.labels(limit="in_flight").set(settings.max_groups_in_flight)
         metrics.admission_limit.labels(limit="queued").set(settings.max_groups_queued)
-        judge = LLMJudge(
-            caller,
-            admission=GroupAdmission(settings.max_groups_in_flight, settings.max_groups_queued, metrics),
-            metrics=metrics,
-            readiness=readiness,
-        )
+        admission = GroupAdmission(settings.max_groups_in_flight, settings.max_groups_queued, metrics)
+        judge = LLMJudge(caller, admission=admission, metrics=metrics, readiness=readiness)
+        # Comparison grading runs on the judge's engine and shares its slots.
+        comparing = [
+            ComparisonGrader(caller, mode=mode, admission=admission, metrics=metrics, readiness=readiness)
+            for mode in (PAIRWISE, KNOCKOUT)
+        ]
         app.state.readiness = readiness
         code_pool = WorkerPool(settings.resolved_code_workers(), on_replace=metrics.code_workers_replaced.inc)
         rft_runner = RftRunner(
@@ -114,7 +116,7 @@ def create_app(
         app.state.rft_runner = rft_runner
         try:  # a start that fails here (a grader that cannot load, two graders of one name) stops the workers
             configured = await _configured_graders(settings, code_pool, rft_runner, metrics)
-            graders = GraderRegistry.with_rule_graders(judge, *configured)
+            graders = GraderRegistry.with_rule_graders(judge, *comparing, *configured)
         except BaseException:
             await code_pool.close()
             raise

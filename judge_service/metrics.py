@@ -151,6 +151,21 @@ class JudgeMetrics:
             registry=r,
         )
 
+        # Comparison grading (judging/comparison/): comparisons per group, and those without a verdict.
+        self.comparisons = Histogram(
+            "judge_comparisons_per_group",
+            "Comparisons a comparison grader made for one group (failed ones included)",
+            ["grader"],
+            buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256),
+            registry=r,
+        )
+        self.comparisons_failed = Counter(
+            "judge_comparisons_failed_total",
+            "Comparisons that gave no verdict after their retries (left out of the scores, never a guess)",
+            ["grader"],
+            registry=r,
+        )
+
         # Reasons (judging/llm/reasons.py, explain.py): groups judged with and without, and reasons
         # written afterwards.
         self.groups_by_reasons = Counter(

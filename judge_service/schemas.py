@@ -51,6 +51,7 @@ SCORE_FROM_DESCRIPTION = (
     "in where the judge backend gives no log-probabilities). Default: JUDGE_SCORE_FROM."
 )
 Reasons = Literal["inline", "none", "sample"]
+PairwiseScore = Literal["bt", "winrate"]
 REASONS_DESCRIPTION = (
     "Whether the judge writes a reason before each mark: 'inline' (it does), 'none' (marks only: far fewer "
     "tokens; reasons can be written later, POST /v1/judgements/{id}/reasons), 'sample' (inline for a "
@@ -362,6 +363,28 @@ class RuleOptions(StrictModel):
     )
 
 
+class ComparisonOptions(StrictModel):
+    """For the `pairwise` and `knockout` graders (README, Comparison grading)."""
+
+    both_orders: bool = Field(
+        default=True, description="pairwise: judge each pair in both orders (position bias cancels)."
+    )
+    max_pairs: int = Field(
+        default=32,
+        ge=1,
+        le=MAX_ANSWERS * (MAX_ANSWERS - 1) // 2,
+        description="pairwise: at most this many pairs; above it every answer meets the same number of "
+        "opponents, chosen by the seed.",
+    )
+    pairwise_score: PairwiseScore = Field(
+        default="bt",
+        description="pairwise: 'bt', the Bradley-Terry expected win rate against the group; or 'winrate'.",
+    )
+
+
+COMPARISON_DESCRIPTION = "Options of the comparison graders (`pairwise`, `knockout`)."
+
+
 class JudgeRequest(StrictModel):
     conversation: list[ChatMessage] = Field(min_length=1, max_length=64)
     reference: Text = Field(max_length=MAX_TEXT_CHARS, description="The reference reply to compare with.")
@@ -398,6 +421,7 @@ class JudgeRequest(StrictModel):
     reasoning_effort: ReasoningEffort | None = Field(default=None, description=REASONING_EFFORT_DESCRIPTION)
     item: Item | None = Field(default=None, description=ITEM_DESCRIPTION)
     canaries: Canaries | None = Field(default=None, description=CANARIES_DESCRIPTION)
+    comparison: ComparisonOptions | None = Field(default=None, description=COMPARISON_DESCRIPTION)
 
     @model_validator(mode="after")
     def _unique_ids(self) -> JudgeRequest:
@@ -451,6 +475,7 @@ class MemberRequest(StrictModel):
     reasoning_effort: ReasoningEffort | None = Field(default=None, description=REASONING_EFFORT_DESCRIPTION)
     item: Item | None = Field(default=None, description=ITEM_DESCRIPTION)
     canaries: Canaries | None = Field(default=None, description=CANARIES_DESCRIPTION)
+    comparison: ComparisonOptions | None = Field(default=None, description=COMPARISON_DESCRIPTION)
     deadline_s: float | None = Field(
         default=None,
         gt=0,
@@ -527,6 +552,32 @@ AnswerStatus = Literal["scored", "unscored"]
 GroupStatus = Literal["ok", "partial", "failed"]
 
 
+class ComparisonTally(ResponseModel):
+    """An answer's record under a comparison grader: pairwise counts comparisons, knockout matches."""
+
+    wins: int
+    losses: int
+    ties: int
+    failed: int = Field(description="Comparisons of this answer that gave no verdict (left out).")
+    byes: int | None = Field(default=None, description="knockout: rounds it went through without a match.")
+
+
+class ComparisonRecord(ResponseModel):
+    """One comparison a comparison grader made, as stored with the judgement."""
+
+    first: str = Field(description="The answer shown first (as A).")
+    second: str = Field(description="The answer shown second (as B).")
+    verdict: dict[str, int] | None = Field(
+        description="Per criterion, 1 (A much better) to 5 (B much better), 3 even; null when it failed."
+    )
+    preference: float | None = Field(description="How far B was preferred, 0-1 (0.5 even); null when failed.")
+    reason: str | None = None
+    error: str | None = Field(default=None, description="Why it gave no verdict.")
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    round: int | None = Field(default=None, description="knockout: the round (1 = the first).")
+
+
 class AnswerResult(ResponseModel):
     id: str
     status: AnswerStatus
@@ -535,6 +586,9 @@ class AnswerResult(ResponseModel):
     terms: list[TermScore] | None = None
     explanation: str | None = None
     error: str | None = Field(default=None, description="Why the answer is unscored.")
+    comparison: ComparisonTally | None = Field(
+        default=None, description="Wins, losses and ties under a comparison grader; null otherwise."
+    )
 
 
 class Usage(ResponseModel):
@@ -666,6 +720,9 @@ class StoredJudgement(JudgeResponse):
         default=None,
         description="The name of the API key that asked for it (never the key); null without API keys.",
     )
+    comparisons: list[ComparisonRecord] | None = Field(
+        default=None, description="Every comparison a comparison grader made; null for other graders."
+    )
 
     def response(self) -> JudgeResponse:
         """The reply to the caller: everything but the request and the raw outputs. Built from the
@@ -784,7 +841,7 @@ class ErrorResponse(ResponseModel):
 
 # --------------------------------------------------------------------------- graders
 
-GraderKind = Literal["judge", "rule", "code", "rft", "blend"]
+GraderKind = Literal["judge", "comparison", "rule", "code", "rft", "blend"]
 
 
 class ThinkingInfo(ResponseModel):

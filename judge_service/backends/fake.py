@@ -54,6 +54,9 @@ LEAVE_ONE_UNSCORED = "[fake judge: leave one answer unscored]"
 # other processes script a judge that follows labels, or one that marks everything alike.
 MARK_ANSWER = "[fake judge: mark {}]"
 _MARK_ANSWER = re.compile(r"\[fake judge: mark ([1-5])\]")
+# A comparison (judging/llm/compare.py) showing an answer that holds this text gets no verdict, on every
+# attempt: how tests reach a failed comparison. Other comparisons follow the answers' asked-for marks.
+REFUSE_COMPARISONS = "[fake judge: refuse comparisons]"
 THINK_FOREVER = "[fake judge: think forever]"
 THINK_PAST_BUDGET = "[fake judge: think past any budget]"
 REPLY_IN_REASONING = "[fake judge: reply in the reasoning field]"
@@ -188,6 +191,8 @@ class FakeBackend:
             return _explained_reply(request)
         if _asks_for_rubric(request):
             return _rubric_reply(request)
+        if _asks_for_verdict(request):
+            return _verdict_reply(request)
         text = self._reply_with_reasons(request)
         binary = _binary_items(request)
         if binary:
@@ -236,6 +241,31 @@ def _result_reply(request: GenerationRequest) -> str:
         return json.dumps({"result": label})
     score = _SCORE.search(text)
     return json.dumps({"result": float(score.group(1)) if score else 0})
+
+
+def _asks_for_verdict(request: GenerationRequest) -> bool:
+    schema = request.json_schema or {}
+    return set(schema.get("properties", ())) == {"reason", "verdict"}
+
+
+def _verdict_reply(request: GenerationRequest) -> str:
+    """A comparison's verdict: per criterion 3 plus the difference of the marks the two answers ask for
+    (MARK_ANSWER), within 1-5; where either asks for none, of marks drawn from their texts' hashes. So
+    the same two answers get mirrored verdicts in the swapped order. No verdict for REFUSE_COMPARISONS."""
+    shown = dict(_ANSWER_BLOCK.findall(request.messages[-1]["content"]))
+    first, second = shown.get("A", ""), shown.get("B", "")
+    if REFUSE_COMPARISONS in first or REFUSE_COMPARISONS in second:
+        return "I cannot compare these answers."
+    names = (request.json_schema or {})["properties"]["verdict"]["required"]
+    asked = [_MARK_ANSWER.search(text) for text in (first, second)]
+    verdict = {}
+    for name in names:
+        if asked[0] is not None and asked[1] is not None:
+            a, b = int(asked[0].group(1)), int(asked[1].group(1))
+        else:
+            a, b = _mark(first, name), _mark(second, name)
+        verdict[name] = 3 + max(-2, min(2, b - a))
+    return json.dumps({"reason": "scripted verdict", "verdict": verdict})
 
 
 CriteriaById = tuple[tuple[str, tuple[str, ...]], ...]

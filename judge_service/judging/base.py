@@ -87,7 +87,8 @@ class AnswerGrade:
     unscored, never 0. `criteria` holds per-criterion marks for graders that mark criteria, as plain
     data in CriterionMark's shape ({"mark", "score", "reason"}): validated once with the answer's result,
     which costs far less than a model object per criterion. `details`: explanation fields a code grader
-    returned beside its score (stored and shown, never part of the score).
+    returned beside its score (stored and shown, never part of the score); `comparison`: a comparison
+    grader's wins, losses and ties.
     """
 
     score: float | None
@@ -95,6 +96,7 @@ class AnswerGrade:
     applies: bool = True
     criteria: dict[str, dict[str, Any]] | None = None
     details: dict[str, Any] | None = None
+    comparison: dict[str, int] | None = None  # a comparison grader's tally (ComparisonTally's shape)
 
 
 @dataclass
@@ -112,6 +114,7 @@ class ModelRun:
     order_sensitivity: float | None = None
     thinking: list[ThinkingAttempt] | None = None  # one per attempt, beside raw_outputs, when it thought
     reasons: Literal["inline", "none"] | None = None  # whether the judge wrote reasons with its marks
+    comparisons: list[dict[str, Any]] | None = None  # a comparison grader's (ComparisonRecord's shape)
 
 
 @dataclass

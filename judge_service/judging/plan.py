@@ -141,6 +141,7 @@ class GradingPlan:
                 ],
                 "explanation": explanation,
                 "error": explanation if score is None else None,
+                "comparison": next((g.comparison for _, g in grades if g.comparison is not None), None),
             }
         )
 
@@ -153,7 +154,15 @@ async def _grade_model(term: Term, group: Group) -> GroupGrades:
 
 def _own_result(answer_id: str, grade: AnswerGrade) -> AnswerResult:
     if grade.score is None:
-        return AnswerResult(id=answer_id, status="unscored", score=None, error=grade.explanation)
+        return AnswerResult.model_validate(
+            {
+                "id": answer_id,
+                "status": "unscored",
+                "score": None,
+                "error": grade.explanation,
+                "comparison": grade.comparison,
+            }
+        )
     return AnswerResult.model_validate(
         {
             "id": answer_id,
@@ -161,5 +170,6 @@ def _own_result(answer_id: str, grade: AnswerGrade) -> AnswerResult:
             "score": grade.score,
             "criteria": grade.criteria,
             "explanation": grade.explanation,
+            "comparison": grade.comparison,
         }
     )

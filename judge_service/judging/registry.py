@@ -13,6 +13,7 @@ from typing import Any
 from judge_service.errors import ConflictError, InvalidGroupError
 from judge_service.judging.base import Grader
 from judge_service.judging.code.grader import CodeGrader
+from judge_service.judging.comparison.grader import ComparisonGrader
 from judge_service.judging.fingerprint import grader_fingerprint
 from judge_service.judging.llm.judge import JUDGE, LLMJudge
 from judge_service.judging.plan import GradingPlan, Term
@@ -182,6 +183,8 @@ class GraderRegistry:
                 info |= {"kind": "rft", "source_sha256": grader.config_sha256}
             elif isinstance(grader, PerAnswerGrader):
                 info["kind"] = "rule"
+            elif isinstance(grader, ComparisonGrader):
+                info["kind"] = "comparison"
             else:
                 info["kind"] = "judge"
                 if isinstance(grader, LLMJudge):

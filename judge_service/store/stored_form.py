@@ -55,6 +55,14 @@ class TermScoreV1(_Stored):
     details: dict[str, Any] | None = None
 
 
+class ComparisonTallyV1(_Stored):
+    wins: int
+    losses: int
+    ties: int
+    failed: int
+    byes: int | None = None
+
+
 class AnswerResultV1(_Stored):
     id: str
     status: str
@@ -63,6 +71,7 @@ class AnswerResultV1(_Stored):
     terms: list[TermScoreV1] | None = None
     explanation: str | None = None
     error: str | None = None
+    comparison: ComparisonTallyV1 | None = None  # comparison graders only
 
 
 class CanaryResultV1(AnswerResultV1):
@@ -96,6 +105,18 @@ class ThinkingAttemptV1(_Stored):
     recovered: bool = False
 
 
+class ComparisonRecordV1(_Stored):
+    first: str
+    second: str
+    verdict: dict[str, int] | None
+    preference: float | None
+    reason: str | None = None
+    error: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    round: int | None = None
+
+
 class StoredJudgementV1(_Stored):
     judgement_id: str
     created_at: datetime
@@ -124,6 +145,7 @@ class StoredJudgementV1(_Stored):
     canaries: list[CanaryResultV1] | None = None
     # The API key's name (api/middleware/keys.py); null without keys, and in judgements from before.
     caller: str | None = None
+    comparisons: list[ComparisonRecordV1] | None = None  # comparison graders only
 
 
 # Wire fields that are not stored in the judgement's document, by wire model. Reasons written afterwards
@@ -131,7 +153,7 @@ class StoredJudgementV1(_Stored):
 NOT_STORED: dict[str, frozenset[str]] = {"StoredJudgement": frozenset({"explained"})}
 
 # What a page item (JudgeResponse) leaves out of the document: only GET /v1/judgements/{id} returns these.
-STORED_ONLY = frozenset({"request", "raw_outputs", "thinking", "canaries", "caller"})
+STORED_ONLY = frozenset({"request", "raw_outputs", "thinking", "canaries", "caller", "comparisons"})
 
 
 def _field_tree(model: type[BaseModel]) -> dict[str, Any]:

@@ -10,6 +10,9 @@ Two decodings (judging/llm/caller.py), each with its own pair of templates and i
   share every token up to it and the engine's prefix cache computes the group once.
 A template folder without the per_answer files serves the group decoding only.
 
+Comparison grading (judging/comparison/) takes compare_system.j2 + compare_user.j2: two answers, A and B,
+after the conversation and reference, and a verdict per criterion (its own version).
+
 Checklist rubrics (any binary criterion, README Rubrics) take checklist_system.j2 for the system message in
 both decodings, with and without reasons (its own version), and the user message of the decoding.
 
@@ -40,6 +43,7 @@ _PARTS: dict[tuple[Decoding, bool], tuple[str, str]] = {
 EXPLAIN = "explain_user.j2"
 CHECKLIST = "checklist_system.j2"
 RUBRIC = ("rubric_system.j2", "rubric_user.j2")  # the rubric writer's (judging/llm/rubric_writer.py)
+COMPARE = ("compare_system.j2", "compare_user.j2")  # comparison grading's (judging/llm/compare.py)
 
 
 REASON_LANGUAGE_LINE = "Write every reason in {}."
@@ -100,6 +104,10 @@ class PromptRenderer:
         if all((folder / p).is_file() for p in RUBRIC):
             self._rubric = tuple(self._env.get_template(p) for p in RUBRIC)
             self._rubric_version = f"{template}@{_digest(folder, RUBRIC)}"
+        self._compare = None
+        if all((folder / p).is_file() for p in COMPARE):
+            self._compare = tuple(self._env.get_template(p) for p in COMPARE)
+            self._compare_version = f"{template}@{_digest(folder, COMPARE)}"
         # The system message depends only on the rubric, which most groups share.
         self._system_for = functools.lru_cache(maxsize=256)(self._render_system)
 
@@ -144,6 +152,33 @@ class PromptRenderer:
                 {"role": "system", "content": system.render(items=items)},
                 {"role": "user", "content": user.render(**shown, instructions=instructions)},
             ],
+            version=version,
+        )
+
+    def compare_version(self) -> str:
+        """The version of the comparison prompt (comparison grading's fingerprint and stored judgements)."""
+        if self._compare is None:
+            raise FileNotFoundError(f"prompt template {self._folder.name} lacks {', '.join(COMPARE)}")
+        return self._compare_version
+
+    def render_compare(self, group: GroupContent, first: Answer, second: Answer) -> RenderedPrompt:
+        """Two answers of a group compared: the conversation and reference come first, so the comparisons
+        of one group share that prefix in the engine's cache; the answers, as A and B, close the prompt."""
+        version = self.compare_version()
+        assert self._compare is not None
+        system_template, user = self._compare
+        system = system_template.render(criteria=group.criteria, reason_max_chars=group.reason_max_chars)
+        if group.reason_language:
+            system = f"{system}\n\n{REASON_LANGUAGE_LINE.format(group.reason_language)}"
+        shown = user.render(
+            conversation=group.conversation,
+            reference=group.reference,
+            first=first.text,
+            second=second.text,
+            criteria=group.criteria,
+        )
+        return RenderedPrompt(
+            messages=[{"role": "system", "content": system}, {"role": "user", "content": shown}],
             version=version,
         )
 
