@@ -165,6 +165,8 @@ class JudgeMetrics:
             ["grader"],
             registry=r,
         )
+        for grader in ("pairwise", "knockout"):
+            self.comparisons_failed.labels(grader=grader)
 
         # Reasons (judging/llm/reasons.py, explain.py): groups judged with and without, and reasons
         # written afterwards.

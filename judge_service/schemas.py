@@ -964,6 +964,7 @@ class RegradeRequest(StrictModel):
     reasons: Reasons | None = Field(default=None, description=REASONS_DESCRIPTION)
     thinking: Thinking | None = Field(default=None, description=THINKING_DESCRIPTION)
     reasoning_effort: ReasoningEffort | None = Field(default=None, description=REASONING_EFFORT_DESCRIPTION)
+    comparison: ComparisonOptions | None = Field(default=None, description=COMPARISON_DESCRIPTION)
     as_run_id: str | None = Field(
         default=None, pattern=RUN_ID_PATTERN, description="File new judgements here."
     )

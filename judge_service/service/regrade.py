@@ -3,8 +3,10 @@
 Each regraded group becomes a NEW judgement (the old one is never changed) whose `regrade_of` names the
 judgement it re-scores. The stored request is replayed with the overrides applied: `grader` (which clears
 the stored `terms`, since terms override a grader name), `terms`, `criteria`, `orders`, `decoding`,
-`score_from`, `reasons`, `thinking`, `reasoning_effort`, and `as_run_id`
-to file the new judgements under another run. A judgement made on a rubric is regraded on the same items
+`score_from`, `reasons`, `thinking`, `reasoning_effort`, `comparison`, and `as_run_id`
+to file the new judgements under another run. A judge's groups regraded by a comparison grader
+(`pairwise`, `knockout`) drop the judge's own options (decoding, orders, ...), which it does not take.
+A judgement made on a rubric is regraded on the same items
 (the stored request holds them) unless `criteria` or `rubric` replace them. The stored shuffle seed is
 reused, so the judge sees the answers in the same order and only the configuration differs. A run is
 regraded a page at a time (`limit`, then `cursor` = the previous `next_cursor`), and only its original
@@ -16,6 +18,7 @@ from __future__ import annotations
 from pydantic import ValidationError
 
 from judge_service.errors import InvalidGroupError
+from judge_service.judging.comparison.grader import COMPARISON_GRADERS, NOT_TAKEN
 from judge_service.schemas import JudgeRequest, RegradeRequest, StoredJudgement
 
 
@@ -25,6 +28,8 @@ def regraded_request(old: StoredJudgement, overrides: RegradeRequest) -> JudgeRe
     if overrides.grader is not None:
         data["grader"] = overrides.grader
         data["terms"] = None
+        if overrides.grader in COMPARISON_GRADERS:
+            data.update(dict.fromkeys(NOT_TAKEN), orders=1)
     if overrides.terms is not None:
         data["terms"] = [t.model_dump() for t in overrides.terms]
     if overrides.criteria is not None:
@@ -32,7 +37,7 @@ def regraded_request(old: StoredJudgement, overrides: RegradeRequest) -> JudgeRe
         data["rubric"] = None
     if overrides.rubric is not None:
         data["rubric"], data["criteria"] = overrides.rubric, None
-    for name in ("orders", "decoding", "score_from", "reasons", "thinking", "reasoning_effort"):
+    for name in ("orders", "decoding", "score_from", "reasons", "thinking", "reasoning_effort", "comparison"):
         if getattr(overrides, name) is not None:
             data[name] = getattr(overrides, name)
     if overrides.as_run_id is not None:

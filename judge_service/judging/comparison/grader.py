@@ -58,8 +58,10 @@ from judge_service.schemas import ComparisonOptions, Criterion, JudgeRequest, Pa
 Mode = Literal["pairwise", "knockout"]
 PAIRWISE: Mode = "pairwise"
 KNOCKOUT: Mode = "knockout"
-# Judge options that comparison grading does not take: named in a request, they are refused (422).
-_NOT_TAKEN = ("decoding", "score_from", "thinking", "reasoning_effort", "reasons")
+COMPARISON_GRADERS = (PAIRWISE, KNOCKOUT)
+# Judge options that comparison grading does not take: named in a request, they are refused (422);
+# `orders` above 1 too.
+NOT_TAKEN = ("decoding", "score_from", "thinking", "reasoning_effort", "reasons")
 
 
 @dataclass(frozen=True)
@@ -99,7 +101,7 @@ class ComparisonGrader:
         return self._mode
 
     def options(self, request: JudgeRequest) -> ComparisonGrading:
-        named = [field for field in _NOT_TAKEN if getattr(request, field) is not None]
+        named = [field for field in NOT_TAKEN if getattr(request, field) is not None]
         if request.orders != 1:
             named.append("orders")
         if named:
