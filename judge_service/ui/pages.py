@@ -28,7 +28,7 @@ from judge_service.quality.sources import run_agreement_report, run_groups
 from judge_service.schemas import MAX_STEP, MAX_STEPS_PAGE, RUN_ID_PATTERN, LabelsRequest, StoredJudgement
 from judge_service.service import JudgeService
 from judge_service.ui.render import csrf_seed, render, set_csrf_cookie
-from judge_service.ui.views import answer_rows, charts, group_view
+from judge_service.ui.views import answer_rows, charts, group_view, win_matrix
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 
@@ -184,6 +184,7 @@ async def _judgement(
         status_code=status_code,
         j=stored,
         answers=answers,
+        matrix=win_matrix(stored),
         labels=agreements,
         csrf=keys.sessions.csrf_token(seed),
         labeler=caller_of(request.scope) or ANONYMOUS,

@@ -1,11 +1,12 @@
 """View models of the run pages: what a template shows, computed from the service's typed results (the
-charts of a run's steps, the answer rows of a group)."""
+charts of a run's steps, the answer rows of a group, a comparison grader's win matrix)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
-from judge_service.schemas import StepFigures, StoredJudgement
+from judge_service.schemas import ComparisonRecord, StepFigures, StoredJudgement
 from judge_service.ui.charts import Series, line_chart
 
 
@@ -128,3 +129,49 @@ def answer_rows(
     if by_score:
         results.sort(key=lambda a: (a.score is None, -(a.score or 0.0)))
     return [{"result": a, "text": texts.get(a.id, ""), "old_score": old_scores.get(a.id)} for a in results]
+
+
+@dataclass
+class MatchCell:
+    """The comparisons of a row's answer against a column's, as the row's answer fared in them."""
+
+    wins: int = 0
+    losses: int = 0
+    ties: int = 0
+    failed: int = 0
+    comparisons: list[ComparisonRecord] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        text = f"{self.wins}–{self.losses}" + (f" ={self.ties}" if self.ties else "")
+        return text + (f" ({self.failed} failed)" if self.failed else "")
+
+
+@dataclass
+class WinMatrix:
+    ids: list[str]
+    cells: dict[tuple[str, str], MatchCell]
+
+
+def win_matrix(stored: StoredJudgement) -> WinMatrix | None:
+    """Row against column over a comparison grader's comparisons (either shown first); None for other
+    graders."""
+    if not stored.comparisons:
+        return None
+    ids = [a.id for a in stored.answers]
+    cells: dict[tuple[str, str], MatchCell] = {}
+    for c in stored.comparisons:
+        for row, col in ((c.first, c.second), (c.second, c.first)):
+            cell = cells.setdefault((row, col), MatchCell())
+            cell.comparisons.append(c)
+            if c.preference is None:
+                cell.failed += 1
+                continue
+            for_row = c.preference if row == c.second else 1.0 - c.preference
+            if abs(for_row - 0.5) <= 1e-9:
+                cell.ties += 1
+            elif for_row > 0.5:
+                cell.wins += 1
+            else:
+                cell.losses += 1
+    return WinMatrix(ids, cells)

@@ -392,3 +392,33 @@ def test_the_pages_show_the_rubric_and_which_items_each_answer_met(
     page.goto(f"{filled['url']}/ui/runs/rubric-run/steps/0")
     expect(page.locator(f"#group-{judged['judgement_id']} details.rubric")).to_contain_text("version 1")
     expect(page.locator(f"#group-{judged['judgement_id']} .item[data-met='yes']")).to_have_count(12)
+
+
+def test_a_comparison_graders_win_matrix_shows_each_reason_one_click_away(
+    page: Page, filled: dict[str, Any], tmp_path: Path
+) -> None:
+    answers = [("best", "Open it and click Share.", 5), ("odd", HOSTILE[:60], 3), ("worst", "You cannot.", 1)]
+    group = {
+        "conversation": [{"role": "user", "content": "How do I share the report?"}],
+        "reference": "Open the report and click Share.",
+        "answers": [{"id": i, "text": f"{text} {MARK_ANSWER.format(mark)}"} for i, text, mark in answers],
+        "grader": "pairwise",
+        "run_id": "comparison-pages",
+        "step": 0,
+    }
+    judged = httpx.post(f"{filled['url']}/v1/judge", json=group, timeout=30).json()
+    page.goto(f"{filled['url']}/ui/judgements/{judged['judgement_id']}")
+    matrix = page.locator("#win-matrix")
+    expect(matrix.locator("tbody tr")).to_have_count(3)
+    cell = matrix.locator('tr[data-row="best"] td[data-col="worst"]')
+    expect(cell.locator("summary")).to_have_text("2–0")  # both orders, both won
+    expect(matrix.locator('tr[data-row="worst"] td[data-col="best"] summary')).to_have_text("0–2")
+    expect(matrix.locator('tr[data-row="odd"] td[data-col="odd"]')).to_have_text("–")
+    reason = cell.locator(".reason").first
+    expect(reason).to_be_hidden()  # one click away
+    cell.locator("summary").click()
+    expect(reason).to_be_visible()
+    expect(reason).to_have_text("scripted verdict")
+    expect(cell).to_contain_text("A = best, B = worst")
+    expect(cell).to_contain_text("A = worst, B = best")
+    matrix.screenshot(path=str(screenshot_dir(tmp_path) / "win-matrix.png"))
