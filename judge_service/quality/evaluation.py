@@ -9,7 +9,8 @@ computations over judged groups, each with a seeded 95% bootstrap interval over 
   (groups whose labels are numbers, two scored answers at least, neither side constant);
 - `flat_share`: groups whose scored answers (two at least) all got one score: no GRPO signal;
 - `unscored_share`: answers the grader could not score (left out of every rank figure, never taken as 0);
-- `order_sensitivity` (groups judged under several orders), `tokens_per_group`, `seconds_per_group`.
+- `order_sensitivity` (groups judged under several orders), `tokens_per_group`, `seconds_per_group`,
+  `calls_per_group` (judge calls: a comparison grader's comparisons, a point-wise run's calls per answer).
 A figure that no group defines (no mixed group, no numeric labels) is null, with a null interval.
 """
 
@@ -44,6 +45,7 @@ class JudgedGroup:
     order_sensitivity: float | None = None
     tokens: int = 0
     seconds: float = 0.0
+    calls: int = 0  # judge calls (engine requests), retries and comparisons included
 
     @property
     def scored(self) -> list[JudgedAnswer]:
@@ -136,6 +138,10 @@ def seconds_per_group(groups: Sequence[JudgedGroup]) -> float | None:
     return sum(g.seconds for g in groups) / len(groups) if groups else None
 
 
+def calls_per_group(groups: Sequence[JudgedGroup]) -> float | None:
+    return sum(g.calls for g in groups) / len(groups) if groups else None
+
+
 FIGURES: dict[str, Callable[[Sequence[JudgedGroup]], float | None]] = {
     "auroc": auroc,
     "pairwise_accuracy": pairwise_accuracy,
@@ -146,6 +152,7 @@ FIGURES: dict[str, Callable[[Sequence[JudgedGroup]], float | None]] = {
     "order_sensitivity": order_sensitivity,
     "tokens_per_group": tokens_per_group,
     "seconds_per_group": seconds_per_group,
+    "calls_per_group": calls_per_group,
 }
 
 

@@ -196,6 +196,7 @@ def judged(group: LabelledGroup, replies: Sequence[JudgeResponse]) -> JudgedGrou
         order_sensitivity=sum(sensitivities) / len(sensitivities) if sensitivities else None,
         tokens=sum(r.usage.prompt_tokens + r.usage.completion_tokens for r in replies),
         seconds=sum(r.timings.total_ms for r in replies) / 1000,
+        calls=sum(r.usage.judge_calls for r in replies),
     )
 
 
@@ -297,6 +298,7 @@ TABLE_FIGURES = (
     "flat_share",
     "unscored_share",
     "seconds_per_group",
+    "calls_per_group",
 )
 
 
