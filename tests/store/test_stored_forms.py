@@ -104,6 +104,12 @@ def test_the_fixtures_cover_several_builds_and_every_feature_they_stored() -> No
     assert any(d.get("rubric") for d in docs), "no judgement on a rubric stored"
     assert any(m.get("met") is not None and m.get("mark") is None for m in marks), "no checklist item stored"
     assert any(m.get("met_probability") is not None for m in marks) and any(m.get("kind") for m in marks)
+    comparisons = [c for d in docs for c in d.get("comparisons") or []]
+    assert {d["grader"] for d in docs if d.get("comparisons")} == {"pairwise", "knockout"}, "no comparisons"
+    assert any(c["verdict"] is None and c["error"] for c in comparisons), "no failed comparison stored"
+    assert any(c["round"] for c in comparisons) and any(c["preference"] == 0.5 for c in comparisons)
+    tallies = [a["comparison"] for d in docs for a in d["answers"] if a.get("comparison")]
+    assert any(t.get("byes") for t in tallies) and any(t["failed"] for t in tallies)
 
 
 def test_stored_rubrics_load_with_every_version() -> None:
