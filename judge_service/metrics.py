@@ -168,6 +168,16 @@ class JudgeMetrics:
         for grader in ("pairwise", "knockout"):
             self.comparisons_failed.labels(grader=grader)
 
+        # Cascades (judging/plan.py): groups the rule decided alone, and groups the judge was called for.
+        self.cascade_groups = Counter(
+            "judge_cascade_groups",
+            "Groups graded with a cascade, by path: rule_only (no judge call) or judged",
+            ["path"],
+            registry=r,
+        )
+        for path in ("rule_only", "judged"):
+            self.cascade_groups.labels(path=path)
+
         # Reasons (judging/llm/reasons.py, explain.py): groups judged with and without, and reasons
         # written afterwards.
         self.groups_by_reasons = Counter(

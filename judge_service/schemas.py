@@ -385,6 +385,22 @@ class ComparisonOptions(StrictModel):
 COMPARISON_DESCRIPTION = "Options of the comparison graders (`pairwise`, `knockout`)."
 
 
+class CascadeOptions(StrictModel):
+    """Rules first, the judge where they say nothing (README, Cascades)."""
+
+    rule: str = Field(min_length=1, max_length=64, description="The rule grader that scores first.")
+    judge: Literal["ties", "verify"] = Field(
+        description="'ties': the judge (the request's grader) scores the groups the rule leaves flat; "
+        "'verify': the judge checks the answers that reach `threshold`, which score rule x its correctness."
+    )
+    threshold: float = Field(default=1.0, ge=0, le=1, description="verify: the rule score that is checked.")
+
+
+CASCADE_DESCRIPTION = "A rule grader first, and the judge (`grader`) only where it changes the reward."
+CascadePath = Literal["rule_only", "judged"]
+ScoredBy = Literal["rule", "judge", "rule+judge"]
+
+
 class JudgeRequest(StrictModel):
     conversation: list[ChatMessage] = Field(min_length=1, max_length=64)
     reference: Text = Field(max_length=MAX_TEXT_CHARS, description="The reference reply to compare with.")
@@ -422,6 +438,7 @@ class JudgeRequest(StrictModel):
     item: Item | None = Field(default=None, description=ITEM_DESCRIPTION)
     canaries: Canaries | None = Field(default=None, description=CANARIES_DESCRIPTION)
     comparison: ComparisonOptions | None = Field(default=None, description=COMPARISON_DESCRIPTION)
+    cascade: CascadeOptions | None = Field(default=None, description=CASCADE_DESCRIPTION)
 
     @model_validator(mode="after")
     def _unique_ids(self) -> JudgeRequest:
@@ -476,6 +493,7 @@ class MemberRequest(StrictModel):
     item: Item | None = Field(default=None, description=ITEM_DESCRIPTION)
     canaries: Canaries | None = Field(default=None, description=CANARIES_DESCRIPTION)
     comparison: ComparisonOptions | None = Field(default=None, description=COMPARISON_DESCRIPTION)
+    cascade: CascadeOptions | None = Field(default=None, description=CASCADE_DESCRIPTION)
     deadline_s: float | None = Field(
         default=None,
         gt=0,
@@ -589,6 +607,9 @@ class AnswerResult(ResponseModel):
     comparison: ComparisonTally | None = Field(
         default=None, description="Wins, losses and ties under a comparison grader; null otherwise."
     )
+    scored_by: ScoredBy | None = Field(
+        default=None, description="In a cascade: what scored this answer; null without a cascade."
+    )
 
 
 class Usage(ResponseModel):
@@ -632,6 +653,9 @@ class JudgeResponse(ResponseModel):
         default=None, description="Hash of the grader configuration; equal means scored the same way."
     )
     regrade_of: str | None = Field(default=None, description="The judgement this one re-scores, if any.")
+    cascade: CascadePath | None = Field(
+        default=None, description="In a cascade: 'judged' when the judge was called, else 'rule_only'."
+    )
     rubric: RubricUse | None = Field(
         default=None, description="The rubric judged on (request field `rubric`); null without one."
     )
@@ -965,6 +989,7 @@ class RegradeRequest(StrictModel):
     thinking: Thinking | None = Field(default=None, description=THINKING_DESCRIPTION)
     reasoning_effort: ReasoningEffort | None = Field(default=None, description=REASONING_EFFORT_DESCRIPTION)
     comparison: ComparisonOptions | None = Field(default=None, description=COMPARISON_DESCRIPTION)
+    cascade: CascadeOptions | None = Field(default=None, description=CASCADE_DESCRIPTION)
     as_run_id: str | None = Field(
         default=None, pattern=RUN_ID_PATTERN, description="File new judgements here."
     )

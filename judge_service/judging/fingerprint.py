@@ -60,6 +60,12 @@ def _cache_key(plan: GradingPlan) -> Hashable | None:
         if options is None:
             return None
         parts.append((term.grader, term.weight, options))  # the grader object: two judges may share a name
+    if plan.cascade is not None:
+        rule = plan.cascade.rule
+        options = _options_key(rule.options)
+        if options is None:
+            return None
+        parts.append(("cascade", rule.grader, options, plan.cascade.judge, plan.cascade.threshold))
     return tuple(parts)
 
 

@@ -10,6 +10,12 @@ Graders that do not run a model (rules, code) go first, side by side, so that a 
 (422) never waits for a model; model graders then run concurrently. A grader named twice in custom terms
 runs once.
 
+A cascade (`cascade` in the request, README Cascades) puts a rule grader before all that: the rule scores
+the group, and the plan's graders (the judge) run only where the rule leaves the group flat ("ties"), or
+where some answer reaches the threshold ("verify": those answers score rule x the judge's correctness,
+the rest keep the rule's score). Each answer says what scored it (`scored_by`); a judge that could not
+score an answer leaves it unscored, never 0. The canary is only judged when the judge is called.
+
 A group's canary (judging/base.py) is graded like an answer and returned apart (`GradedGroup.canary`): a
 grader that compares answers (the LLM judge) is shown it among them; every other grader scores it in a
 call of its own, so their grades of the caller's answers are the same as without it.
@@ -32,7 +38,9 @@ from judge_service.judging.base import (
     sees_canary,
 )
 from judge_service.judging.blend import TermGrade, blend
-from judge_service.schemas import AnswerResult
+from judge_service.schemas import AnswerResult, CascadePath
+
+TIE_DIGITS = 6  # scores equal to this many digits are alike (a flat group), as the run views count them
 
 
 @dataclass(frozen=True)
@@ -47,12 +55,23 @@ class GradedGroup:
     answers: list[AnswerResult]
     run: ModelRun | None  # what the model grader ran, when the plan has one
     canary: AnswerResult | None = None  # the group's canary, graded like an answer (judging/base.py)
+    cascade: CascadePath | None = None  # in a cascade: whether the judge was called
+
+
+@dataclass(frozen=True)
+class Cascade:
+    """The rule grader that scores first, and when the plan's graders are called (module docstring)."""
+
+    rule: Term
+    judge: str  # "ties" or "verify"
+    threshold: float
 
 
 @dataclass(frozen=True)
 class GradingPlan:
     grader: str  # what is reported and stored: the grader name, or "custom" for `terms`
     terms: tuple[Term, ...]
+    cascade: Cascade | None = None
 
     def config(self) -> dict[str, Any]:
         """The canonical description the grader fingerprint hashes (fingerprint.py)."""
@@ -62,9 +81,39 @@ class GradingPlan:
         }
         for term in self._distinct():
             config.update(term.grader.config(term.options))
+        if self.cascade is not None:  # only then: fingerprints without a cascade are as before
+            rule = self.cascade.rule
+            config["cascade"] = {
+                "rule": rule.grader.name,
+                "judge": self.cascade.judge,
+                "threshold": self.cascade.threshold,
+                "rule_config": dict(rule.grader.config(rule.options)),
+            }
         return config
 
     async def grade(self, group: Group) -> GradedGroup:
+        if self.cascade is None:
+            return await self._grade_terms(group)
+        rule = self.cascade.rule
+        ruled = (await rule.grader.grade(group.without_canary(), rule.options)).grades
+        ids = [a.id for a in group.answers]
+        if self.cascade.judge == "ties":
+            scores = {round(g.score, TIE_DIGITS) for g in ruled.values() if g.applies and g.score is not None}
+            if len(scores) > 1:  # the rule tells the answers apart: it decides
+                return GradedGroup([_by(ruled[i], i, "rule") for i in ids], None, cascade="rule_only")
+            judged = await self._grade_terms(group)
+            answers = [a.model_copy(update={"scored_by": "judge"}) for a in judged.answers]
+            return GradedGroup(answers, judged.run, judged.canary, cascade="judged")
+        threshold = self.cascade.threshold
+        checked = {i for i in ids if (score := ruled[i].score) is not None and score >= threshold}
+        if not checked:
+            return GradedGroup([_by(ruled[i], i, "rule") for i in ids], None, cascade="rule_only")
+        judged = await self._grade_terms(group)
+        by_id = {a.id: a for a in judged.answers}
+        answers = [_verified(ruled[i], by_id[i]) if i in checked else _by(ruled[i], i, "rule") for i in ids]
+        return GradedGroup(answers, judged.run, judged.canary, cascade="judged")
+
+    async def _grade_terms(self, group: Group) -> GradedGroup:
         own = group.without_canary()
         by_grader: dict[str, GroupGrades] = {}
         checks = [term for term in self._distinct() if not term.grader.runs_model]
@@ -150,6 +199,27 @@ async def _grade_model(term: Term, group: Group) -> GroupGrades:
     """A model grader's grades: shown the canary among the answers if it compares them, else without it."""
     shown = group if sees_canary(term.grader) else group.without_canary()
     return await term.grader.grade(shown, term.options)
+
+
+def _by(grade: AnswerGrade, answer_id: str, scored_by: str) -> AnswerResult:
+    """A cascade's answer scored by its rule alone."""
+    result = _own_result(answer_id, grade)
+    return result.model_copy(update={"scored_by": scored_by})
+
+
+def _verified(rule: AnswerGrade, judged: AnswerResult) -> AnswerResult:
+    """verify: the rule's score times the judge's correctness (its overall score where it marks no
+    correctness criterion); unscored when the judge did not score the answer."""
+    mark = (judged.criteria or {}).get("correctness")
+    correctness = mark.score if mark is not None else judged.score
+    if judged.score is None or correctness is None or rule.score is None:
+        why = judged.error or "the judge gave no correctness for this answer"
+        return judged.model_copy(
+            update={"status": "unscored", "score": None, "error": why, "scored_by": "rule+judge"}
+        )
+    score = round(rule.score * correctness, 6)
+    explanation = f"rule {rule.score:g} x judge's correctness {correctness:g} ({rule.explanation})"
+    return judged.model_copy(update={"score": score, "explanation": explanation, "scored_by": "rule+judge"})
 
 
 def _own_result(answer_id: str, grade: AnswerGrade) -> AnswerResult:

@@ -16,7 +16,7 @@ from judge_service.judging.code.grader import CodeGrader
 from judge_service.judging.comparison.grader import ComparisonGrader
 from judge_service.judging.fingerprint import grader_fingerprint
 from judge_service.judging.llm.judge import JUDGE, LLMJudge
-from judge_service.judging.plan import GradingPlan, Term
+from judge_service.judging.plan import Cascade, GradingPlan, Term
 from judge_service.judging.rft.grader import RftConfigGrader
 from judge_service.judging.rules.base import PerAnswerGrader, RuleGrader
 from judge_service.judging.rules.checks import (
@@ -210,4 +210,18 @@ class GraderRegistry:
             if grader_name not in options:
                 options[grader_name] = grader.options(request)
             terms.append(Term(grader, weight, options[grader_name]))
-        return GradingPlan(name, tuple(terms))
+        return GradingPlan(name, tuple(terms), self._cascade(request))
+
+    def _cascade(self, request: JudgeRequest) -> Cascade | None:
+        """The request's cascade (README, Cascades); 422 unless its rule is a rule grader."""
+        if request.cascade is None:
+            return None
+        name = request.cascade.rule
+        if name not in RULE_GRADERS or name not in self._graders:
+            raise InvalidGroupError(
+                f"cascade rule {name!r} is not a rule grader; rule graders: {', '.join(RULE_GRADERS)}",
+                details={"cascade.rule": name},
+            )
+        rule = self._graders[name]
+        term = Term(rule, 1.0, rule.options(request))
+        return Cascade(term, request.cascade.judge, request.cascade.threshold)

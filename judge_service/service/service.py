@@ -137,6 +137,7 @@ class JudgeService:
             length_bias=length_bias(request.answers, graded.answers),
             canaries=canaries,
             caller=caller,
+            cascade=graded.cascade,
             **ran,
         )
         return await self._store_and_observe(stored, idempotency)
@@ -305,6 +306,8 @@ class JudgeService:
             m.groups_by_reasons.labels(reasons=judgement.reasons).inc()
         if judgement.order_sensitivity is not None:
             m.order_sensitivity.observe(judgement.order_sensitivity)
+        if judgement.cascade is not None:
+            m.cascade_groups.labels(path=judgement.cascade).inc()
         if judgement.length_bias is not None:
             m.length_bias.observe(judgement.length_bias)
         for canary in judgement.canaries or ():

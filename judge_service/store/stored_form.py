@@ -72,6 +72,7 @@ class AnswerResultV1(_Stored):
     explanation: str | None = None
     error: str | None = None
     comparison: ComparisonTallyV1 | None = None  # comparison graders only
+    scored_by: str | None = None  # cascades only
 
 
 class CanaryResultV1(AnswerResultV1):
@@ -136,6 +137,7 @@ class StoredJudgementV1(_Stored):
     order_sensitivity: float | None = None
     grader_fingerprint: str | None = None
     regrade_of: str | None = None
+    cascade: str | None = None  # cascades only: rule_only or judged
     rubric: RubricUseV1 | None = None
     reasons: str | None = None
     length_bias: float | None = None
