@@ -55,3 +55,11 @@ def language_of(text: str) -> str | None:
         if hits > best_hits:
             best, best_hits = language, hits
     return best
+
+
+def reason_language_name(option: str | None, conversation_text: str) -> str | None:
+    """The English name of the language a judge's reasons are asked in: the option's (a code), or for
+    "auto" the conversation's (None when it cannot be told: the prompt then asks for none)."""
+    if option == "auto":
+        option = language_of(conversation_text)
+    return LANGUAGE_NAMES[option] if option is not None else None

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from judge_service.judging.comparison.strength import outcome
 from judge_service.schemas import ComparisonRecord, StepFigures, StoredJudgement
 from judge_service.ui.charts import Series, line_chart
 
@@ -167,10 +168,10 @@ def win_matrix(stored: StoredJudgement) -> WinMatrix | None:
             if c.preference is None:
                 cell.failed += 1
                 continue
-            for_row = c.preference if row == c.second else 1.0 - c.preference
-            if abs(for_row - 0.5) <= 1e-9:
+            result = outcome(c.preference if row == c.second else 1.0 - c.preference)  # +1: the row won
+            if result == 0:
                 cell.ties += 1
-            elif for_row > 0.5:
+            elif result > 0:
                 cell.wins += 1
             else:
                 cell.losses += 1

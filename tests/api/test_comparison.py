@@ -211,3 +211,11 @@ async def test_members_of_a_group_are_compared_together(tmp_path: Path, grader: 
         replies = [r.json() for r in await post_all(client, bodies)]
     assert len({r["judgement_id"] for r in replies}) == 1
     assert max(replies, key=lambda r: r["answer"]["score"])["answer"]["id"] == "a0"
+
+
+def test_comparisons_ask_for_reasons_in_the_requested_language(
+    client: TestClient, fake_backend: FakeBackend
+) -> None:
+    client.post("/v1/judge", json=marked([5, 1], grader="pairwise", reason_language="de"))
+    systems = [r.messages[0]["content"] for r in fake_backend.requests]
+    assert len(systems) == 2 and all(s.endswith("Write every reason in German.") for s in systems)

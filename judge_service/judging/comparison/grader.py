@@ -45,7 +45,7 @@ from judge_service.judging.comparison.strength import (
     tallies,
     win_rates,
 )
-from judge_service.judging.language import LANGUAGE_NAMES, language_of
+from judge_service.judging.language import reason_language_name
 from judge_service.judging.llm.admission import GroupAdmission
 from judge_service.judging.llm.caller import JudgeCaller
 from judge_service.judging.llm.compare import Compared, compare
@@ -164,7 +164,7 @@ class ComparisonGrader:
             list(group.answers),
             list(options.criteria),
             self._caller.settings.reason_max_chars,
-            _reason_language(options.reason_language, group),
+            reason_language_name(options.reason_language, group.conversation_text()),
         )
         match = _Matches(self._caller, content, group.judgement_id)
         pairs: list[Pair] = []
@@ -365,9 +365,3 @@ def _tally(tally: Tally, failed: int, byes: int | None = None) -> dict[str, int]
     if byes is not None:
         record["byes"] = byes
     return record
-
-
-def _reason_language(option: str | None, group: Group) -> str | None:
-    if option == "auto":
-        option = language_of(group.conversation_text())
-    return LANGUAGE_NAMES[option] if option is not None else None

@@ -24,7 +24,7 @@ from typing import Any
 from judge_service.backends.readiness import Readiness
 from judge_service.errors import InvalidGroupError, JudgeServiceError
 from judge_service.judging.base import AnswerGrade, Group, GroupGrades, ModelRun
-from judge_service.judging.language import LANGUAGE_NAMES, language_of
+from judge_service.judging.language import reason_language_name
 from judge_service.judging.llm.admission import GroupAdmission
 from judge_service.judging.llm.caller import JudgeCaller, JudgeOutcome, JudgeSettings
 from judge_service.judging.llm.criteria import answer_score, criterion_config, resolve_criteria
@@ -230,7 +230,7 @@ class LLMJudge:
         shown = [*group.answers, *([group.canary] if group.canary is not None else [])]
         answer_ids = [a.id for a in shown]
         by_id = {a.id: a for a in shown}
-        reason_language = _reason_language(options.reason_language, group)
+        reason_language = reason_language_name(options.reason_language, group.conversation_text())
         inline = writes_reasons(options.reasons, group.judgement_id, self._caller.settings.reason_sample_rate)
         prepared = [
             await self._caller.prepare(
@@ -277,7 +277,9 @@ class LLMJudge:
         """Reasons for a marks-only judgement's marks, written now by this judge (explain.py)."""
         self._readiness.check_judging()
         asked = stored.request.reason_language or self._caller.settings.reason_language
-        language = _reason_language(asked, Group.of(stored.request, stored.judgement_id))
+        language = reason_language_name(
+            asked, Group.of(stored.request, stored.judgement_id).conversation_text()
+        )
         async with self._admission.slot():
             return await explain_marks(self._caller, stored, canary, language)
 
@@ -343,11 +345,3 @@ def _items_line(criteria: list[Criterion], marks: Mapping[str, Mark]) -> str:
     if scaled_ones:
         line += f"; marked 1-5: {', '.join(scaled_ones)}"
     return line + "; overall = weighted items met less pitfalls hit"
-
-
-def _reason_language(option: str | None, group: Group) -> str | None:
-    """The English name of the language reasons are asked in: the option's, or for "auto" the
-    conversation's (None when it cannot be told: the prompt then asks for none)."""
-    if option == "auto":
-        option = language_of(group.conversation_text())
-    return LANGUAGE_NAMES[option] if option is not None else None

@@ -168,8 +168,7 @@ class PromptRenderer:
         assert self._compare is not None
         system_template, user = self._compare
         system = system_template.render(criteria=group.criteria, reason_max_chars=group.reason_max_chars)
-        if group.reason_language:
-            system = f"{system}\n\n{REASON_LANGUAGE_LINE.format(group.reason_language)}"
+        system = _with_language(system, group.reason_language)
         shown = user.render(
             conversation=group.conversation,
             reference=group.reference,
@@ -234,8 +233,13 @@ class PromptRenderer:
             per_answer=kind[0] == "per_answer",
             reasons=kind[1],
         )
-        # Added by code, not the templates: without a language the prompt (and its version) is as before.
-        return f"{system}\n\n{REASON_LANGUAGE_LINE.format(reason_language)}" if reason_language else system
+        return _with_language(system, reason_language)
+
+
+def _with_language(system: str, reason_language: str | None) -> str:
+    """The system message asking for reasons in a language. Added by code, not the templates: without a
+    language the prompt (and its version) is as before."""
+    return f"{system}\n\n{REASON_LANGUAGE_LINE.format(reason_language)}" if reason_language else system
 
 
 def _digest(folder: Path, parts: tuple[str, ...]) -> str:
