@@ -19,8 +19,9 @@ from areal.api import ModelRequest, ModelResponse
 from areal.api.cli_args import GenerationHyperparameters
 from areal.infra.remote_inf_engine import RemoteInfEngine
 from areal.utils import stats_tracker
-from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
+
+from tests.adapters.word_tokenizer import CHAT_TEMPLATE, word_tokenizer
 
 UNSCORED = "[fake judge: leave one answer unscored]"  # judge_service.backends.fake.LEAVE_ONE_UNSCORED
 # Answers carry the mark the fake judge is to give (judge_service.backends.fake.MARK_ANSWER); the row that
@@ -28,23 +29,12 @@ UNSCORED = "[fake judge: leave one answer unscored]"  # judge_service.backends.f
 MARKED = [f"the answer is {n} [fake judge: mark {m}]" for n, m in ((72, 5), (70, 3), (72, 5), (72, 4))]
 PLAIN = ["the answer is 72", "the answer is 70", "the answer is 7", "the answer is 72"]
 QUESTION = "How many clips?"
-TEMPLATE = (
-    "{% for m in messages %}{{ m['role'] }} {{ m['content'] }} <eos> {% endfor %}"
-    "{% if add_generation_prompt %}assistant {% endif %}"
-)
 
 
 def tokenizer() -> PreTrainedTokenizerFast:
-    texts = [*MARKED, *PLAIN, QUESTION, UNSCORED, "system user assistant"]
-    words = sorted({w for text in texts for w in text.split()})
-    vocab = {"<pad>": 0, "<eos>": 1, "<unk>": 2, **{w: i + 3 for i, w in enumerate(words)}}
-    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok, eos_token="<eos>", pad_token="<pad>", unk_token="<unk>"
+    return word_tokenizer(
+        [*MARKED, *PLAIN, QUESTION, UNSCORED, "system user assistant"], chat_template=CHAT_TEMPLATE
     )
-    fast.chat_template = TEMPLATE
-    return fast
 
 
 class ScriptedEngine:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -54,3 +55,11 @@ def run_in(env: str, script: str, *args: str) -> dict[str, Any]:
     assert done.returncode == 0, done.stderr[-4000:]
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
+
+
+def run_with_dead_judge(env: str, script: str, url: str) -> dict[str, Any]:
+    """run_in, with the service's URL and a port on which no judge answers as the script's arguments: the
+    port is bound and never listening, so connections to it are refused for as long as the script runs."""
+    with socket.socket() as refusing:
+        refusing.bind(("127.0.0.1", 0))
+        return run_in(env, script, url, str(refusing.getsockname()[1]))

@@ -19,10 +19,10 @@ from typing import Any
 
 from skyrl.train.entrypoints import main_base
 from skyrl.train.generators.utils import prepare_generator_input
-from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
 
 import judge_service.adapters.skyrl as adapter
+from tests.adapters.word_tokenizer import CHAT_TEMPLATE, word_tokenizer
 
 UNSCORED = "[fake judge: leave one answer unscored]"  # judge_service.backends.fake.LEAVE_ONE_UNSCORED
 QUESTIONS = {"q1": "How many clips?", "q2": f"How many clips in May? {UNSCORED}"}
@@ -32,23 +32,12 @@ QUESTIONS = {"q1": "How many clips?", "q2": f"How many clips in May? {UNSCORED}"
 MARKED = [f"the answer is {n} [fake judge: mark {m}]" for n, m in ((72, 5), (70, 3), (7, 1), (72, 4))]
 PLAIN = ["the answer is 72", "the answer is 70", "the answer is 7", "the answer is 72"]
 CRITERION = "{{name: {}, description: Judged, mark_1: bad, mark_5: good}}"  # YAML flow, as on a shell
-TEMPLATE = (
-    "{% for m in messages %}{{ m['role'] }} {{ m['content'] }} <eos> {% endfor %}"
-    "{% if add_generation_prompt %}assistant {% endif %}"
-)
 
 
 def tokenizer() -> PreTrainedTokenizerFast:
-    texts = [*MARKED, *PLAIN, *QUESTIONS.values(), "system user assistant"]
-    words = sorted({w for text in texts for w in text.split()})
-    vocab = {"<pad>": 0, "<eos>": 1, "<unk>": 2, **{w: i + 3 for i, w in enumerate(words)}}
-    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok, eos_token="<eos>", pad_token="<pad>", unk_token="<unk>"
+    return word_tokenizer(
+        [*MARKED, *PLAIN, *QUESTIONS.values(), "system user assistant"], chat_template=CHAT_TEMPLATE
     )
-    fast.chat_template = TEMPLATE
-    return fast
 
 
 class ScriptedPolicy:

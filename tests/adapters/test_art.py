@@ -5,20 +5,16 @@ unchanged)."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 
 import httpx
 
-from tests.adapters.conftest import run_in, trainer_python
+from tests.adapters.conftest import run_with_dead_judge, trainer_python
 from tests.service_process import REPO, ServiceProcess
 
 
 def test_judge_score_group_on_real_trajectory_groups(service: ServiceProcess) -> None:
-    with socket.socket() as refusing:  # bound and never listening: connections to it are refused
-        refusing.bind(("127.0.0.1", 0))
-        port = str(refusing.getsockname()[1])
-        seen = run_in("art", "art_check.py", service.url, port)
+    seen = run_with_dead_judge("art", "art_check.py", service.url)
 
     rewards = seen["rewards"]
     assert len(rewards) == 4 and all(0 <= r <= 1 for r in rewards)

@@ -5,12 +5,11 @@ reward_components per criterion, and the judge-failed path (unscored, or the ser
 
 from __future__ import annotations
 
-import socket
 from typing import Any
 
 import httpx
 
-from tests.adapters.conftest import run_in
+from tests.adapters.conftest import run_with_dead_judge
 from tests.service_process import ServiceProcess
 
 CRITERIA = {"correctness", "helpfulness", "tone", "format"}
@@ -21,9 +20,7 @@ def judgements(service: ServiceProcess) -> list[dict[str, Any]]:
 
 
 def test_verify_judges_rollouts_as_groups_and_masks_judge_failures(service: ServiceProcess) -> None:
-    with socket.socket() as refusing:  # bound and never listening: connections to it are refused
-        refusing.bind(("127.0.0.1", 0))
-        seen = run_in("nemo-gym", "nemo_gym_check.py", service.url, str(refusing.getsockname()[1]))
+    seen = run_with_dead_judge("nemo-gym", "nemo_gym_check.py", service.url)
 
     group = seen["group"]
     assert all(r["status"] == 200 and 0 <= r["reward"] <= 1 and not r.get("mask_sample") for r in group)

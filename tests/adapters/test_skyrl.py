@@ -8,13 +8,12 @@ instead of rewarding 0."""
 from __future__ import annotations
 
 import re
-import socket
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.adapters.conftest import run_in
+from tests.adapters.conftest import run_with_dead_judge
 from tests.service_process import ServiceProcess
 
 MARK = re.compile(r"\[fake judge: mark ([1-5])\]")
@@ -22,9 +21,7 @@ MARK = re.compile(r"\[fake judge: mark ([1-5])\]")
 
 @pytest.fixture(scope="module")
 def seen(service: ServiceProcess) -> dict[str, Any]:
-    with socket.socket() as refusing:  # bound and never listening: connections to it are refused
-        refusing.bind(("127.0.0.1", 0))
-        return run_in("skyrl", "skyrl_check.py", service.url, str(refusing.getsockname()[1]))
+    return run_with_dead_judge("skyrl", "skyrl_check.py", service.url)
 
 
 def judgements(service: ServiceProcess) -> list[dict[str, Any]]:

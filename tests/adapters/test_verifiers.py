@@ -7,12 +7,11 @@ skip path), never rewarded 0."""
 
 from __future__ import annotations
 
-import socket
 from typing import Any
 
 import httpx
 
-from tests.adapters.conftest import run_in
+from tests.adapters.conftest import run_with_dead_judge
 from tests.service_process import ServiceProcess
 
 CRITERIA = {"correctness", "helpfulness", "tone", "format"}
@@ -26,9 +25,7 @@ def judgements(service: ServiceProcess) -> list[dict[str, Any]]:
 def test_rollouts_of_one_task_are_judged_as_one_group_and_failures_error_the_rollout(
     service: ServiceProcess,
 ) -> None:
-    with socket.socket() as refusing:  # bound and never listening: connections to it are refused
-        refusing.bind(("127.0.0.1", 0))
-        seen = run_in("verifiers", "verifiers_check.py", service.url, str(refusing.getsockname()[1]))
+    seen = run_with_dead_judge("verifiers", "verifiers_check.py", service.url)
     assert seen["plugin"] == "JudgeServiceJudge"
     example = seen["example"]  # examples/verifiers_judge.toml, as verifiers reads it
     assert example["class"] == "JudgeServiceJudge" and example["reward"] == "judge"

@@ -12,10 +12,11 @@ from typing import Any
 import numpy as np
 import torch
 from omegaconf import OmegaConf
-from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
 from verl import DataProto
 from verl.trainer.ppo.reward import load_reward_manager
+
+from tests.adapters.word_tokenizer import word_tokenizer
 
 MARKER = "[fake judge: leave one answer unscored]"  # judge_service.backends.fake.LEAVE_ONE_UNSCORED
 ADAPTER = "pkg://judge_service.adapters.verl"
@@ -23,12 +24,7 @@ WORDS = ["click", "share", "pick", "the", "client", "email", "it", "you", "canno
 
 
 def tokenizer() -> PreTrainedTokenizerFast:
-    vocab = {"<pad>": 0, "<eos>": 1, "<unk>": 2, **{w: i + 3 for i, w in enumerate(WORDS)}}
-    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    return PreTrainedTokenizerFast(
-        tokenizer_object=tok, eos_token="<eos>", pad_token="<pad>", unk_token="<unk>"
-    )
+    return word_tokenizer(WORDS)
 
 
 def config(url: str, manager: dict[str, Any], run_id: str) -> Any:
