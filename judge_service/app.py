@@ -31,10 +31,10 @@ from judge_service.judging.code.grader import load_code_grader
 from judge_service.judging.code.pool import WorkerPool
 from judge_service.judging.code.spec import parse_code_graders
 from judge_service.judging.comparison.grader import KNOCKOUT, PAIRWISE, ComparisonGrader
+from judge_service.judging.jury.build import build_jury
 from judge_service.judging.llm.admission import GroupAdmission
-from judge_service.judging.llm.caller import JudgeCaller, JudgeSettings
+from judge_service.judging.llm.configured import judge_caller
 from judge_service.judging.llm.judge import LLMJudge
-from judge_service.judging.llm.prompt import PromptRenderer
 from judge_service.judging.registry import GraderRegistry
 from judge_service.judging.rft.grader import RftConfigGrader, parse_rft_graders
 from judge_service.judging.rft.model import ModelGrading
@@ -71,34 +71,7 @@ def create_app(
         await judgement_store.open()
         app.state.store = judgement_store
         readiness = Readiness(metrics, backend=settings.backend)
-        caller = JudgeCaller(
-            judge_backend,
-            PromptRenderer(settings.resolved_prompts_dir(), settings.prompt_template),
-            metrics,
-            JudgeSettings(
-                temperature=settings.temperature,
-                reason_max_chars=settings.resolved_reason_max_chars(),
-                parse_retries=settings.parse_retries,
-                deadline_s=settings.group_deadline_s,
-                shuffle_answers=settings.shuffle_answers,
-                decoding=settings.resolved_decoding(),
-                reason_words=settings.resolved_reason_words(),
-                score_from=settings.score_from,
-                reason_language=settings.reason_language,
-                reasons=settings.reasons,
-                reason_sample_rate=settings.reason_sample_rate,
-                mark_logprobs=settings.mark_logprobs,
-                thinking=settings.resolved_thinking(),
-                reasoning_effort=settings.reasoning_effort,
-                thinking_max_tokens=settings.thinking_max_tokens,
-                thinking_min_tokens=settings.thinking_min_tokens,
-                store_thinking=settings.store_thinking,
-                store_thinking_chars=settings.store_thinking_chars,
-                chat_template_sha256=settings.chat_template_sha256(),
-                rubric_items=settings.rubric_items,
-                rubric_instructions=settings.rubric_instructions,
-            ),
-        )
+        caller = judge_caller(settings, judge_backend, metrics)
         metrics.admission_limit.labels(limit="in_flight").set(settings.max_groups_in_flight)
         metrics.admission_limit.labels(limit="queued").set(settings.max_groups_queued)
         admission = GroupAdmission(settings.max_groups_in_flight, settings.max_groups_queued, metrics)
@@ -116,7 +89,11 @@ def create_app(
         app.state.rft_runner = rft_runner
         try:  # a start that fails here (a grader that cannot load, two graders of one name) stops the workers
             configured = await _configured_graders(settings, code_pool, rft_runner, metrics)
-            graders = GraderRegistry.with_rule_graders(judge, *comparing, *configured)
+            jury = build_jury(
+                settings, metrics, local_backend=judge_backend, local_readiness=readiness, admission=admission
+            )
+            juries = [] if jury is None else [jury.grader]
+            graders = GraderRegistry.with_rule_graders(judge, *comparing, *juries, *configured)
         except BaseException:
             await code_pool.close()
             raise
@@ -149,15 +126,30 @@ def create_app(
         app.state.retention = retention
         keeping = asyncio.create_task(retention.keep())  # returns at once without JUDGE_RETENTION_DAYS
         drain.reopen()
-        following = asyncio.create_task(
-            follow_backend(
-                judge_backend,
-                readiness,
-                interval_s=settings.health_interval_s,
-                exit_after_s=settings.dead_engine_exit_s,
-                on_fatal=on_fatal,
+        following = [
+            asyncio.create_task(
+                follow_backend(
+                    judge_backend,
+                    readiness,
+                    interval_s=settings.health_interval_s,
+                    exit_after_s=settings.dead_engine_exit_s,
+                    on_fatal=on_fatal,
+                )
             )
-        )
+        ]
+        app.state.jury = None if jury is None else jury.grader
+        for endpoint in [] if jury is None else jury.endpoints:  # a jury judge's endpoint: never fatal
+            following.append(
+                asyncio.create_task(
+                    follow_backend(
+                        endpoint.backend,
+                        endpoint.readiness,
+                        interval_s=settings.health_interval_s,
+                        exit_after_s=settings.dead_engine_exit_s,
+                        on_fatal=None,
+                    )
+                )
+            )
 
         async def shut_down() -> None:
             """Drain: on the first stop signal with the listener still open (server/draining.py), and again,
@@ -170,11 +162,14 @@ def create_app(
             yield
         finally:
             await shut_down()
-            following.cancel()
+            for task in following:
+                task.cancel()
             keeping.cancel()
             await asyncio.gather(keeping, return_exceptions=True)  # no batch left half-sent to the store
             await code_pool.close()
             await judge_backend.close()
+            for endpoint in [] if jury is None else jury.endpoints:
+                await endpoint.backend.close()
             await judgement_store.close()
 
     app = FastAPI(

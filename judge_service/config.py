@@ -270,6 +270,21 @@ class Settings(BaseSettings):
         "memory cap, but not sandboxed).",
     )
 
+    # --- juries (judging/jury/, README Juries)
+    jury: str | None = Field(
+        default=None,
+        description="The judges of the `jury` grader: a JSON list of {name, base_url, model} (an "
+        'OpenAI-compatible endpoint) or {name, engine: "local"} (the service\'s own judge), each with '
+        "optional weight, temperature, prompt_template, api_key, timeout_s; inline or a file's path.",
+    )
+    jury_quorum: int = Field(
+        default=1,
+        ge=1,
+        le=8,
+        description="Judges that must score an answer for the jury's score (fewer: unscored); the jury is "
+        "ready (/readyz) when this many judges are.",
+    )
+
     health_interval_s: float = Field(
         default=2.0, gt=0, le=300, description="How often the judge backend's health is checked (/readyz)."
     )

@@ -178,6 +178,43 @@ class JudgeMetrics:
         for path in ("rule_only", "judged"):
             self.cascade_groups.labels(path=path)
 
+        # Juries (judging/jury/): per judge, and how far judges disagree.
+        self.jury_calls = Counter(
+            "judge_jury_calls", "Groups a jury judge was asked to mark", ["judge"], registry=r
+        )
+        self.jury_failures = Counter(
+            "judge_jury_failures",
+            "Groups a jury judge gave no marks for (the others decided)",
+            ["judge"],
+            registry=r,
+        )
+        self.jury_seconds = Histogram(
+            "judge_jury_seconds", "Seconds a jury judge took for one group", ["judge"],
+            buckets=_LATENCY_BUCKETS, registry=r,
+        )  # fmt: skip
+        self.jury_disagreement = Histogram(
+            "judge_jury_disagreement_marks",
+            "Per answer scored by 2+ jury judges: how many marks (1-5 scale) apart their scores are",
+            buckets=(0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0),
+            registry=r,
+        )
+        self.jury_groups = Counter(
+            "judge_jury_groups",
+            "Groups a jury graded, by path: all (every judge asked), agreed (escalation off: the first two "
+            "agreed), escalated (the others were asked too)",
+            ["path"],
+            registry=r,
+        )
+        for path in ("all", "agreed", "escalated"):
+            self.jury_groups.labels(path=path)
+        self.jury_judge_ready = Gauge(  # with workers: 1 only where every live worker sees it ready
+            "judge_jury_judge_ready",
+            "1 when a jury judge's backend is ready",
+            ["judge"],
+            registry=r,
+            multiprocess_mode="livemin",
+        )
+
         # Reasons (judging/llm/reasons.py, explain.py): groups judged with and without, and reasons
         # written afterwards.
         self.groups_by_reasons = Counter(

@@ -397,6 +397,43 @@ class CascadeOptions(StrictModel):
 
 
 CASCADE_DESCRIPTION = "A rule grader first, and the judge (`grader`) only where it changes the reward."
+
+JuryAggregate = Literal["mean", "median", "min", "mean_minus_std"]
+JUROR_NAME_PATTERN = r"^[a-z][a-z0-9_\-]{0,31}$"
+MAX_JURORS = 8
+
+
+class JuryOptions(StrictModel):
+    """For the `jury` grader: which of JUDGE_JURY's judges, and how their scores become one (README,
+    Juries)."""
+
+    judges: list[Annotated[str, Field(pattern=JUROR_NAME_PATTERN)]] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_JURORS,
+        description="The judges, in order (escalation calls them in it). Default: all of JUDGE_JURY.",
+    )
+    aggregate: JuryAggregate = Field(
+        default="mean",
+        description="'mean' and 'median' (weighted), 'min', or 'mean_minus_std': the mean less `std_factor` "
+        "standard deviations, so an answer the judges dispute scores lower.",
+    )
+    std_factor: float = Field(default=1.0, ge=0, le=4, description="mean_minus_std: the factor.")
+    escalate: float | None = Field(
+        default=None,
+        gt=0,
+        le=4,
+        description="Escalation: the first two judges mark the group, and the others are called only where "
+        "some answer's scores from them are more than this many marks apart (1-5 scale). Off by default.",
+    )
+
+    @model_validator(mode="after")
+    def _unique(self) -> JuryOptions:
+        _refuse_duplicates("jury judge", self.judges or [])
+        return self
+
+
+JURY_DESCRIPTION = "Options of the `jury` grader (JUDGE_JURY)."
 CascadePath = Literal["rule_only", "judged"]
 ScoredBy = Literal["rule", "judge", "rule+judge"]
 
@@ -439,6 +476,7 @@ class JudgeRequest(StrictModel):
     canaries: Canaries | None = Field(default=None, description=CANARIES_DESCRIPTION)
     comparison: ComparisonOptions | None = Field(default=None, description=COMPARISON_DESCRIPTION)
     cascade: CascadeOptions | None = Field(default=None, description=CASCADE_DESCRIPTION)
+    jury: JuryOptions | None = Field(default=None, description=JURY_DESCRIPTION)
 
     @model_validator(mode="after")
     def _unique_ids(self) -> JudgeRequest:
@@ -494,6 +532,7 @@ class MemberRequest(StrictModel):
     canaries: Canaries | None = Field(default=None, description=CANARIES_DESCRIPTION)
     comparison: ComparisonOptions | None = Field(default=None, description=COMPARISON_DESCRIPTION)
     cascade: CascadeOptions | None = Field(default=None, description=CASCADE_DESCRIPTION)
+    jury: JuryOptions | None = Field(default=None, description=JURY_DESCRIPTION)
     deadline_s: float | None = Field(
         default=None,
         gt=0,
@@ -596,6 +635,22 @@ class ComparisonRecord(ResponseModel):
     round: int | None = Field(default=None, description="knockout: the round (1 = the first).")
 
 
+class AnswerJury(ResponseModel):
+    """An answer under the `jury` grader: each judge's score beside the aggregate."""
+
+    scores: dict[str, float] = Field(
+        description="Judge name -> its 0-1 score, for the judges that scored it."
+    )
+    missing: dict[str, str] = Field(
+        default_factory=dict,
+        description="Judge name -> why it gave no score: not called (its judges agreed), or its error.",
+    )
+    spread: float | None = Field(
+        description="How many marks apart (1-5 scale) the highest and lowest score are; null below two."
+    )
+    aggregate: JuryAggregate
+
+
 class AnswerResult(ResponseModel):
     id: str
     status: AnswerStatus
@@ -609,6 +664,9 @@ class AnswerResult(ResponseModel):
     )
     scored_by: ScoredBy | None = Field(
         default=None, description="In a cascade: what scored this answer; null without a cascade."
+    )
+    jury: AnswerJury | None = Field(
+        default=None, description="Under the jury grader: each judge's score and the spread; else null."
     )
 
 
@@ -625,6 +683,21 @@ class Timings(ResponseModel):
     queue_ms: float = 0.0
     judge_ms: float = 0.0
     total_ms: float = 0.0
+
+
+class JurorRecord(ResponseModel):
+    """What one judge of a jury did for a group, as stored with the judgement."""
+
+    name: str
+    model: str
+    weight: float
+    called: bool = Field(description="False: not called, because the first judges agreed.")
+    escalation: bool = Field(default=False, description="Called because the first judges disagreed.")
+    prompt_version: str | None = None
+    error: str | None = Field(default=None, description="Why it gave no marks for the group.")
+    raw_outputs: list[str] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=lambda: Usage())
+    judge_ms: float = 0.0
 
 
 class JudgeResponse(ResponseModel):
@@ -747,6 +820,9 @@ class StoredJudgement(JudgeResponse):
     comparisons: list[ComparisonRecord] | None = Field(
         default=None, description="Every comparison a comparison grader made; null for other graders."
     )
+    jury: list[JurorRecord] | None = Field(
+        default=None, description="Under the jury grader: what each judge did, with its raw outputs."
+    )
 
     def response(self) -> JudgeResponse:
         """The reply to the caller: everything but the request and the raw outputs. Built from the
@@ -865,7 +941,7 @@ class ErrorResponse(ResponseModel):
 
 # --------------------------------------------------------------------------- graders
 
-GraderKind = Literal["judge", "comparison", "rule", "code", "rft", "blend"]
+GraderKind = Literal["judge", "comparison", "jury", "rule", "code", "rft", "blend"]
 
 
 class ThinkingInfo(ResponseModel):
@@ -990,6 +1066,7 @@ class RegradeRequest(StrictModel):
     reasoning_effort: ReasoningEffort | None = Field(default=None, description=REASONING_EFFORT_DESCRIPTION)
     comparison: ComparisonOptions | None = Field(default=None, description=COMPARISON_DESCRIPTION)
     cascade: CascadeOptions | None = Field(default=None, description=CASCADE_DESCRIPTION)
+    jury: JuryOptions | None = Field(default=None, description=JURY_DESCRIPTION)
     as_run_id: str | None = Field(
         default=None, pattern=RUN_ID_PATTERN, description="File new judgements here."
     )

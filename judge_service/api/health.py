@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import PlainTextResponse
@@ -12,6 +13,7 @@ from judge_service.api.deps import MetricsDep
 from judge_service.api.paths import LIVENESS, METRICS, READINESS
 from judge_service.backends.readiness import Readiness
 from judge_service.errors import StoreUnavailableError
+from judge_service.judging.jury.grader import JuryGrader
 from judge_service.store.base import JudgementStore
 
 router = APIRouter()
@@ -23,9 +25,10 @@ async def healthz() -> dict[str, str]:
 
 
 @router.get(READINESS, summary="The judge model is loaded and requests will be graded")
-async def readyz(response: Response, request: Request) -> dict[str, str]:
+async def readyz(response: Response, request: Request) -> dict[str, Any]:
     """ready; loading; draining (shutting down); unavailable (the judge endpoint does not answer its
-    health check); failed (the backend could not start, or the in-process engine died); with
+    health check); failed (the backend could not start, or the in-process engine died); with a jury,
+    jury_unavailable (fewer of its judges ready than JUDGE_JURY_QUORUM; `jury` says each one's state); with
     JUDGE_READY_REQUIRES_STORE, store_unavailable (the judgement database does not answer): all but ready
     503."""
     readiness: Readiness = request.app.state.readiness
@@ -34,7 +37,13 @@ async def readyz(response: Response, request: Request) -> dict[str, str]:
         return {"status": "draining", "backend": readiness.backend}
     if not readiness.ready:
         response.status_code = 503
-    body = {"status": readiness.state, "backend": readiness.backend}
+    body: dict[str, Any] = {"status": readiness.state, "backend": readiness.backend}
+    jury: JuryGrader | None = request.app.state.jury
+    if jury is not None:  # each judge's state; too few ready for the quorum: not ready
+        body["jury"] = {"quorum": jury.quorum, "judges": jury.states()}
+        if readiness.ready and not jury.ready:
+            response.status_code = 503
+            body["status"] = "jury_unavailable"
     if readiness.error is not None:
         body["error"] = readiness.error
     elif readiness.ready and request.app.state.settings.ready_requires_store:

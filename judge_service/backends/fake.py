@@ -54,6 +54,9 @@ LEAVE_ONE_UNSCORED = "[fake judge: leave one answer unscored]"
 # other processes script a judge that follows labels, or one that marks everything alike.
 MARK_ANSWER = "[fake judge: mark {}]"
 _MARK_ANSWER = re.compile(r"\[fake judge: mark ([1-5])\]")
+# "[fake judge <model>: mark N]" asks only the fake judge serving <model> for mark N (before MARK_ANSWER):
+# how tests script the judges of a jury to disagree.
+MARK_BY_MODEL = "[fake judge {}: mark {}]"
 # A comparison (judging/llm/compare.py) showing an answer that holds this text gets no verdict, on every
 # attempt: how tests reach a failed comparison. Other comparisons follow the answers' asked-for marks.
 REFUSE_COMPARISONS = "[fake judge: refuse comparisons]"
@@ -205,8 +208,8 @@ class FakeBackend:
         if type(self).marks_for is not FakeBackend.marks_for:
             marks = self.marks_for(request)
             return json.dumps(marks[request.answer_id] if request.answer_id is not None else marks)
-        if any("[fake judge: mark " in m["content"] for m in request.messages):
-            marks = _marked_answers(request)
+        if any(_MARKS_ASKED.search(m["content"]) for m in request.messages):
+            marks = _marked_answers(request, self._model_name)
             return json.dumps(marks[request.answer_id] if request.answer_id is not None else marks)
         if any(LEAVE_ONE_UNSCORED in m["content"] for m in request.messages):
             marks = _marks(_criteria_by_id(request))
@@ -461,12 +464,17 @@ def _mark(answer_id: str, criterion: str) -> int:
     return hashlib.sha256(f"{answer_id}/{criterion}".encode()).digest()[0] % 5 + 1
 
 
-def _marked_answers(request: GenerationRequest) -> dict[str, dict[str, dict[str, object]]]:
-    """Marks for the request's ids, with MARK_ANSWER's mark where an answer's text asks for one."""
+_MARKS_ASKED = re.compile(r"\[fake judge[^\]:]*: mark [1-5]\]")
+
+
+def _marked_answers(request: GenerationRequest, model: str) -> dict[str, dict[str, dict[str, object]]]:
+    """Marks for the request's ids, with the mark an answer's text asks of this model (MARK_BY_MODEL),
+    else of every fake judge (MARK_ANSWER)."""
+    own = re.compile(re.escape(f"[fake judge {model}: mark ") + r"([1-5])\]")
     asked = {
         answer_id: int(found.group(1))
         for answer_id, text in _ANSWER_BLOCK.findall(request.messages[-1]["content"])
-        if (found := _MARK_ANSWER.search(text))
+        if (found := own.search(text) or _MARK_ANSWER.search(text))
     }
     marks = _marks(_criteria_by_id(request))
     for answer_id, by_criterion in marks.items():

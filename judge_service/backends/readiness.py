@@ -23,15 +23,22 @@ State = Literal["loading", "ready", "unavailable", "failed"]
 
 
 class Readiness:
-    def __init__(self, metrics: JudgeMetrics, *, backend: str) -> None:
+    def __init__(self, metrics: JudgeMetrics, *, backend: str, juror: str | None = None) -> None:
         self._metrics = metrics
         self.backend = backend  # which kind of backend readiness follows: "vllm", "openai", "fake"
+        # A jury judge's own endpoint (judging/jury/): its gauge is judge_jury_judge_ready{judge}.
+        self._gauge = metrics.engine_ready if juror is None else metrics.jury_judge_ready.labels(judge=juror)
         self.state: State = "loading"
         self.error: str | None = None
 
     @property
     def ready(self) -> bool:
         return self.state == "ready"
+
+    @property
+    def can_judge(self) -> bool:
+        """Groups are sent (check_judging passes): ready, or unavailable but not given up on."""
+        return self.state in ("ready", "unavailable")
 
     def set_ready(self) -> None:
         self._set("ready", None)
@@ -46,7 +53,7 @@ class Readiness:
         if self.state == "failed":  # final: a dead engine does not come back in this process
             return
         self.state, self.error = state, error
-        self._metrics.engine_ready.set(1 if state == "ready" else 0)
+        self._gauge.set(1 if state == "ready" else 0)
 
     def check_judging(self) -> None:
         """NotReadyError (503) when no group can be judged now."""

@@ -97,6 +97,7 @@ class AnswerGrade:
     criteria: dict[str, dict[str, Any]] | None = None
     details: dict[str, Any] | None = None
     comparison: dict[str, int] | None = None  # a comparison grader's tally (ComparisonTally's shape)
+    jury: dict[str, Any] | None = None  # the jury grader's per-judge scores (AnswerJury's shape)
 
 
 @dataclass
@@ -115,6 +116,7 @@ class ModelRun:
     thinking: list[ThinkingAttempt] | None = None  # one per attempt, beside raw_outputs, when it thought
     reasons: Literal["inline", "none"] | None = None  # whether the judge wrote reasons with its marks
     comparisons: list[dict[str, Any]] | None = None  # a comparison grader's (ComparisonRecord's shape)
+    jury: list[dict[str, Any]] | None = None  # the jury grader's, one per judge (JurorRecord's shape)
 
 
 @dataclass

@@ -191,6 +191,7 @@ class GradingPlan:
                 "explanation": explanation,
                 "error": explanation if score is None else None,
                 "comparison": next((g.comparison for _, g in grades if g.comparison is not None), None),
+                "jury": next((g.jury for _, g in grades if g.jury is not None), None),
             }
         )
 
@@ -231,6 +232,7 @@ def _own_result(answer_id: str, grade: AnswerGrade) -> AnswerResult:
                 "score": None,
                 "error": grade.explanation,
                 "comparison": grade.comparison,
+                "jury": grade.jury,
             }
         )
     return AnswerResult.model_validate(
@@ -241,5 +243,6 @@ def _own_result(answer_id: str, grade: AnswerGrade) -> AnswerResult:
             "criteria": grade.criteria,
             "explanation": grade.explanation,
             "comparison": grade.comparison,
+            "jury": grade.jury,
         }
     )

@@ -15,6 +15,7 @@ from judge_service.judging.base import Grader
 from judge_service.judging.code.grader import CodeGrader
 from judge_service.judging.comparison.grader import ComparisonGrader
 from judge_service.judging.fingerprint import grader_fingerprint
+from judge_service.judging.jury.grader import JuryGrader
 from judge_service.judging.llm.judge import JUDGE, LLMJudge
 from judge_service.judging.plan import Cascade, GradingPlan, Term
 from judge_service.judging.rft.grader import RftConfigGrader
@@ -185,6 +186,8 @@ class GraderRegistry:
                 info["kind"] = "rule"
             elif isinstance(grader, ComparisonGrader):
                 info["kind"] = "comparison"
+            elif isinstance(grader, JuryGrader):
+                info["kind"] = "jury"
             else:
                 info["kind"] = "judge"
                 if isinstance(grader, LLMJudge):

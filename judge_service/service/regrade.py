@@ -3,7 +3,7 @@
 Each regraded group becomes a NEW judgement (the old one is never changed) whose `regrade_of` names the
 judgement it re-scores. The stored request is replayed with the overrides applied: `grader` (which clears
 the stored `terms`, since terms override a grader name), `terms`, `criteria`, `orders`, `decoding`,
-`score_from`, `reasons`, `thinking`, `reasoning_effort`, `comparison`, `cascade`, and `as_run_id`
+`score_from`, `reasons`, `thinking`, `reasoning_effort`, `comparison`, `cascade`, `jury`, and `as_run_id`
 to file the new judgements under another run. A judge's groups regraded by a comparison grader
 (`pairwise`, `knockout`) drop the judge's own options (decoding, orders, ...), which it does not take.
 A judgement made on a rubric is regraded on the same items
@@ -46,6 +46,7 @@ def regraded_request(old: StoredJudgement, overrides: RegradeRequest) -> JudgeRe
         "reasoning_effort",
         "comparison",
         "cascade",
+        "jury",
     ):
         if getattr(overrides, name) is not None:
             data[name] = getattr(overrides, name)

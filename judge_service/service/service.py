@@ -360,6 +360,7 @@ def _model_run_fields(run: ModelRun | None, *, total_ms: float) -> dict[str, Any
         "answer_orders": run.orders,
         "order_sensitivity": run.order_sensitivity,
         "comparisons": run.comparisons,
+        "jury": run.jury,
     }
 
 

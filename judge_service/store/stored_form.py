@@ -63,6 +63,13 @@ class ComparisonTallyV1(_Stored):
     byes: int | None = None
 
 
+class AnswerJuryV1(_Stored):
+    scores: dict[str, float]
+    missing: dict[str, str] = {}
+    spread: float | None = None
+    aggregate: str
+
+
 class AnswerResultV1(_Stored):
     id: str
     status: str
@@ -73,6 +80,7 @@ class AnswerResultV1(_Stored):
     error: str | None = None
     comparison: ComparisonTallyV1 | None = None  # comparison graders only
     scored_by: str | None = None  # cascades only
+    jury: AnswerJuryV1 | None = None  # the jury grader only
 
 
 class CanaryResultV1(AnswerResultV1):
@@ -118,6 +126,19 @@ class ComparisonRecordV1(_Stored):
     round: int | None = None
 
 
+class JurorRecordV1(_Stored):
+    name: str
+    model: str
+    weight: float
+    called: bool
+    escalation: bool = False
+    prompt_version: str | None = None
+    error: str | None = None
+    raw_outputs: list[str] = []
+    usage: UsageV1 = UsageV1()
+    judge_ms: float = 0.0
+
+
 class StoredJudgementV1(_Stored):
     judgement_id: str
     created_at: datetime
@@ -148,6 +169,7 @@ class StoredJudgementV1(_Stored):
     # The API key's name (api/middleware/keys.py); null without keys, and in judgements from before.
     caller: str | None = None
     comparisons: list[ComparisonRecordV1] | None = None  # comparison graders only
+    jury: list[JurorRecordV1] | None = None  # the jury grader only
 
 
 # Wire fields that are not stored in the judgement's document, by wire model. Reasons written afterwards
@@ -155,7 +177,7 @@ class StoredJudgementV1(_Stored):
 NOT_STORED: dict[str, frozenset[str]] = {"StoredJudgement": frozenset({"explained"})}
 
 # What a page item (JudgeResponse) leaves out of the document: only GET /v1/judgements/{id} returns these.
-STORED_ONLY = frozenset({"request", "raw_outputs", "thinking", "canaries", "caller", "comparisons"})
+STORED_ONLY = frozenset({"request", "raw_outputs", "thinking", "canaries", "caller", "comparisons", "jury"})
 
 
 def _field_tree(model: type[BaseModel]) -> dict[str, Any]:

@@ -2,7 +2,8 @@
 the project's FakeBackend behind /v1/chat/completions, /v1/models, /health and /metrics, in a process of
 its own. GET /stats says which group ids (the X-Session-ID header) it served, and how often.
 
-    python -m tests.scaleout.fake_engine --name A --latency 0.05    (port from the OS, logged by uvicorn)
+    python -m tests.scaleout.fake_engine --name A --latency 0.05 [--model judge-b]   (port from the OS,
+    logged by uvicorn)
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ from judge_service.backends.fake import FakeBackend
 MODEL = "fake-judge"
 
 
-def build(name: str, latency_s: float) -> FastAPI:
+def build(name: str, latency_s: float, model: str = MODEL) -> FastAPI:
     app = FastAPI()
-    backend = FakeBackend(latency_s=latency_s, model_name=MODEL)
+    backend = FakeBackend(latency_s=latency_s, model_name=model)
     sessions: Counter[str] = Counter()
 
     @app.get("/health")
@@ -31,7 +32,7 @@ def build(name: str, latency_s: float) -> FastAPI:
 
     @app.get("/v1/models")
     async def models() -> dict[str, Any]:
-        return {"object": "list", "data": [{"id": MODEL, "object": "model", "max_model_len": 32768}]}
+        return {"object": "list", "data": [{"id": model, "object": "model", "max_model_len": 32768}]}
 
     @app.get("/metrics")
     async def metrics() -> str:
@@ -52,7 +53,7 @@ def build(name: str, latency_s: float) -> FastAPI:
         return {
             "id": f"{name}-{sum(sessions.values())}",
             "object": "chat.completion",
-            "model": MODEL,
+            "model": model,
             "choices": [
                 {"index": 0, "message": {"role": "assistant", "content": reply.text}, "finish_reason": "stop"}
             ],
@@ -73,8 +74,11 @@ def main() -> None:
     parser.add_argument("--name", required=True)
     parser.add_argument("--latency", type=float, default=0.0)
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--model", default=MODEL, help="The model name it serves (and its fake judge's).")
     args = parser.parse_args()
-    uvicorn.run(build(args.name, args.latency), host="127.0.0.1", port=args.port, log_level="info")
+    uvicorn.run(
+        build(args.name, args.latency, args.model), host="127.0.0.1", port=args.port, log_level="info"
+    )
 
 
 if __name__ == "__main__":

@@ -45,7 +45,7 @@ class Helper:
 
 
 class FakeEngine(Helper):
-    def __init__(self, workdir: Path, name: str, latency_s: float = 0.02) -> None:
+    def __init__(self, workdir: Path, name: str, latency_s: float = 0.02, model: str = "fake-judge") -> None:
         command = [
             sys.executable,
             "-m",
@@ -54,6 +54,8 @@ class FakeEngine(Helper):
             name,
             "--latency",
             str(latency_s),
+            "--model",
+            model,
         ]
         super().__init__(command, workdir / f"engine-{name}.log")
         deadline = time.monotonic() + 30

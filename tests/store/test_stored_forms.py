@@ -110,6 +110,13 @@ def test_the_fixtures_cover_several_builds_and_every_feature_they_stored() -> No
     assert any(c["round"] for c in comparisons) and any(c["preference"] == 0.5 for c in comparisons)
     tallies = [a["comparison"] for d in docs for a in d["answers"] if a.get("comparison")]
     assert any(t.get("byes") for t in tallies) and any(t["failed"] for t in tallies)
+    jurors = [r for d in docs for r in d.get("jury") or []]
+    assert any(not r["called"] for r in jurors) and any(r["escalation"] for r in jurors), "no escalation"
+    assert any(r["error"] for r in jurors) and any(r["raw_outputs"] for r in jurors), "no failed judge stored"
+    verdicts = [a["jury"] for d in docs for a in d["answers"] if a.get("jury")]
+    assert any(v["missing"] for v in verdicts) and any(v["spread"] for v in verdicts), "no jury verdicts"
+    assert {d.get("cascade") for d in docs} >= {"rule_only", "judged"}, "no cascade stored"
+    assert {a.get("scored_by") for d in docs for a in d["answers"]} >= {"rule", "judge"}
 
 
 def test_stored_rubrics_load_with_every_version() -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,11 +88,12 @@ class LLMJudge:
         self,
         caller: JudgeCaller,
         *,
-        admission: GroupAdmission,
+        admission: GroupAdmission | None,
         metrics: JudgeMetrics,
         readiness: Readiness,
         name: str = JUDGE,
     ) -> None:
+        """`admission` None: the caller holds a slot already (a jury's judge, judging/jury/)."""
         self._caller = caller
         self._admission = admission
         self._metrics = metrics
@@ -101,6 +103,13 @@ class LLMJudge:
     @property
     def name(self) -> str:
         return self._name
+
+    @property
+    def readiness(self) -> Readiness:
+        return self._readiness
+
+    def _slot(self) -> AbstractAsyncContextManager[None]:
+        return nullcontext() if self._admission is None else self._admission.slot()
 
     @property
     def model_name(self) -> str:
@@ -160,7 +169,7 @@ class LLMJudge:
         """A checklist rubric for a conversation, written by this judge (rubric_writer.py)."""
         self._readiness.check_judging()
         self.rubric_writer_version()
-        async with self._admission.slot():
+        async with self._slot():
             return await write_rubric(
                 self._caller,
                 conversation,
@@ -250,7 +259,7 @@ class LLMJudge:
         ]
         queued = time.perf_counter()
         try:
-            async with self._admission.slot():
+            async with self._slot():
                 admitted = time.perf_counter()
                 outcome = await judge_in_orders(self._caller, prepared, answer_ids, criteria)
         except JudgeServiceError as exc:
@@ -280,7 +289,7 @@ class LLMJudge:
         language = reason_language_name(
             asked, Group.of(stored.request, stored.judgement_id).conversation_text()
         )
-        async with self._admission.slot():
+        async with self._slot():
             return await explain_marks(self._caller, stored, canary, language)
 
 
