@@ -4,6 +4,7 @@ and the sign-in when API keys are on."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
-from judge_service.backends.fake import MARK_ANSWER, THINK_FOREVER
+from judge_service.backends.fake import MARK_ANSWER, MARK_BY_MODEL, THINK_FOREVER
 from tests.pages.conftest import (
     API_KEY,
     BUSY_GROUPS,
@@ -22,6 +23,8 @@ from tests.pages.conftest import (
     STEPS,
     screenshot_dir,
 )
+from tests.scaleout.processes import FakeEngine
+from tests.service_process import ServiceProcess
 
 
 def test_the_runs_page_lists_the_run_with_its_totals(
@@ -422,3 +425,48 @@ def test_a_comparison_graders_win_matrix_shows_each_reason_one_click_away(
     expect(cell).to_contain_text("A = best, B = worst")
     expect(cell).to_contain_text("A = worst, B = best")
     matrix.screenshot(path=str(screenshot_dir(tmp_path) / "win-matrix.png"))
+
+
+def test_a_jury_judgement_shows_one_column_per_judge(page: Page, tmp_path: Path) -> None:
+    engines = [FakeEngine(tmp_path, model, latency_s=0.0, model=model) for model in ("judge-a", "judge-b")]
+    judges = [
+        {"name": "own", "engine": "local"},
+        {"name": "a", "base_url": f"{engines[0].url}/v1", "model": "judge-a"},
+        {"name": "b", "base_url": f"{engines[1].url}/v1", "model": "judge-b"},
+        {"name": "c", "base_url": f"{engines[0].url}/v1", "model": "judge-a", "temperature": 0.3},
+    ]
+    service = ServiceProcess(tmp_path, jury=json.dumps(judges))
+    try:
+        service.start()
+        asks = " ".join(
+            MARK_BY_MODEL.format(m, n) for m, n in (("fake-judge", 1), ("judge-a", 5), ("judge-b", 1))
+        )
+        body = {
+            "conversation": [{"role": "user", "content": "How do I share the report?"}],
+            "reference": "Open the report and click Share.",
+            "answers": [
+                {"id": "split", "text": f"Click Share. {asks}"},
+                {"id": "other", "text": HOSTILE[:80]},
+            ],
+            "grader": "jury",
+            "jury": {"judges": ["own", "a", "b", "c"], "escalate": 1},
+        }
+        judged = httpx.post(f"{service.url}/v1/judge", json=body, timeout=30).json()
+        page.goto(f"{service.url}/ui/judgements/{judged['judgement_id']}")
+        split = page.locator('tr.answer[data-answer="split"]')
+        expect(split.locator('td.juror[data-judge="a"]')).to_have_text("1.000")
+        expect(split.locator('td.juror[data-judge="b"]')).to_have_text("0.000")
+        expect(split.locator('td.juror[data-judge="own"]')).to_have_text("0.000")
+        expect(split.locator(".spread")).to_have_text("4.000")
+        jurors = page.locator("#jurors")
+        expect(jurors.locator("tbody tr")).to_have_count(4)
+        expect(jurors.locator('tr[data-judge="b"] td').nth(1)).to_have_text("judge-b")
+        # own (1) and a (5) disagree on "split", so b and c were called
+        expect(jurors.locator('tr[data-judge="c"] .called')).to_have_text("yes, on disagreement")
+        jurors.locator('tr[data-judge="a"] summary').first.click()
+        expect(jurors.locator('tr[data-judge="a"] .text').first).to_be_visible()
+        page.screenshot(path=str(screenshot_dir(tmp_path) / "jury.png"), full_page=True)
+    finally:
+        service.stop()
+        for engine in engines:
+            engine.stop()
