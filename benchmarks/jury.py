@@ -1,0 +1,114 @@
+"""A jury on the embedded judge, measured with the evaluation tool: the judge alone, a full jury of three,
+and the same jury escalating (the third judge only where the first two disagree), interleaved on the same
+labelled groups, with the jury's own metrics read from the service afterwards.
+
+The jury: `own`, the service's in-process engine (temperature 0); `hot`, vLLM's own OpenAI server
+(`vllm.entrypoints.openai.api_server`, started here) on the same model at temperature 1.0; `served`, the
+same server at temperature 0. The first two differ in engine and sampling, so they disagree where sampling
+moves a mark; the third settles those groups. Both engines get one thread (OMP_NUM_THREADS=1), so they
+judge side by side on a 2-core machine.
+
+    .venv/bin/python -m benchmarks.jury \\
+        --data ../shared/data/gsm8k-model-solutions/example_model_solutions.dev.jsonl --limit 20
+
+Prints the evaluation table, the judge calls and seconds per group of each configuration, and the jury
+metrics (groups by path, calls and failures per judge, the disagreement histogram); the evaluation report
+goes to --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from benchmarks import REPO_ROOT
+from benchmarks.report import log
+from benchmarks.servers import server_process, workdir
+from tests.engine.vllm_serve import START_TIMEOUT_S, VllmServe, prepared_model
+
+COMPARE = REPO_ROOT / "benchmarks" / "eval_jury.json"
+JUDGES = ("own", "hot", "served")
+
+
+def jury_setting(server_url: str) -> str:
+    served = {"base_url": f"{server_url}/v1", "model": "judge", "timeout_s": 900}
+    return json.dumps(
+        [
+            {"name": "own", "engine": "local"},
+            {"name": "hot", **served, "temperature": 1.0},
+            {"name": "served", **served},
+        ]
+    )
+
+
+def jury_metrics(text: str) -> dict[str, Any]:
+    """The jury's series from the service's /metrics: groups by path, calls and failures per judge, and
+    the disagreement histogram's buckets."""
+    found: dict[str, Any] = {"groups": {}, "calls": {}, "failures": {}, "disagreement_buckets": {}}
+    for line in text.splitlines():
+        if line.startswith("#") or " " not in line:
+            continue
+        series, value = line.rsplit(" ", 1)
+        label = series.partition('="')[2].rstrip('"}')
+        if series.startswith("judge_jury_groups_total{"):
+            found["groups"][label] = float(value)
+        elif series.startswith("judge_jury_calls_total{"):
+            found["calls"][label] = float(value)
+        elif series.startswith("judge_jury_failures_total{"):
+            found["failures"][label] = float(value)
+        elif series.startswith("judge_jury_disagreement_marks_bucket{"):
+            found["disagreement_buckets"][label] = float(value)
+        elif series in ("judge_jury_disagreement_marks_count", "judge_jury_disagreement_marks_sum"):
+            found[series.removeprefix("judge_jury_disagreement_marks_")] = float(value)
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--data", type=Path, required=True)
+    parser.add_argument("--limit", type=int, default=20, help="mixed groups judged (default 20)")
+    parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--out", type=Path, default=REPO_ROOT / "benchmarks/reports/eval_jury_embedded.json")
+    args = parser.parse_args()
+    one_thread = {"OMP_NUM_THREADS": "1"}
+    with workdir("jury") as tmp:
+        log("starting vLLM's OpenAI server on the embedded model")
+        server = VllmServe(tmp, prepared_model(), "jury")
+        try:
+            server.wait_for(f"{server.url}/health", timeout_s=START_TIMEOUT_S)
+            env = {
+                **one_thread,
+                "JUDGE_JURY": jury_setting(server.url),
+                "JUDGE_DB_PATH": str(tmp / "judgements.sqlite3"),
+            }
+            log("starting the service with the jury")
+            with server_process(env, tmp / "service.log") as (url, _):
+                command = [
+                    sys.executable, "-m", "judge_service", "eval", "--url", url, "--data", str(args.data),
+                    "--format", "gsm8k-solutions", "--only-mixed", "--limit", str(args.limit),
+                    "--compare", str(COMPARE), "--concurrency", str(args.concurrency),
+                    "--run-id", "gsm8k-dev-jury", "--out", str(args.out),
+                ]  # fmt: skip
+                log("judging: " + " ".join(command[2:]))
+                subprocess.run(command, check=True, cwd=REPO_ROOT, env={**os.environ, **one_thread})
+                metrics = jury_metrics(httpx.get(f"{url}/metrics", timeout=30).text)
+        finally:
+            server.stop()
+    print("\njury metrics after the run:")
+    print(json.dumps(metrics, indent=2))
+    report = json.loads(args.out.read_text())
+    report["jury_metrics"] = metrics
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
