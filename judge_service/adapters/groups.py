@@ -120,11 +120,48 @@ def _split_message(count: int, n: int) -> str:
 
 @dataclass(frozen=True)
 class GroupOptions:
-    """What the trainer's user chose, the same for every group."""
+    """What the trainer's user chose, the same for every group. `request`: further request fields
+    (request_options)."""
 
     grader: str | None = None
     criteria: Sequence[Criterion | Mapping[str, Any]] | None = None
     run_id: str | None = None
+    request: Mapping[str, Any] = field(default_factory=dict)
+
+
+# Request fields an adapter sets itself, from the trainer's batch or from its own arguments.
+ADAPTER_FIELDS = frozenset(
+    {"conversation", "reference", "answers", "run_id", "step", "group_key", "grader", "criteria", "item"}
+)
+
+
+def request_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Further request fields a trainer's user chose for every group (`cascade`, `jury`, `comparison`,
+    `decoding`, `reasons`, `rubric`, `options`, ...), checked now, so that a typo stops the start rather
+    than every step: ValueError names a field the adapter sets itself, an unknown field, or a bad value."""
+    if not options:
+        return {}
+    fields = dict(options)
+    own = sorted(set(fields) & ADAPTER_FIELDS)
+    if own:
+        raise ValueError(
+            f"request_options cannot set {', '.join(own)}: the adapter sets them (from the batch, or from "
+            "its own arguments such as grader= and criteria=)"
+        )
+    unknown = sorted(set(fields) - set(JudgeRequest.model_fields))
+    if unknown:
+        raise ValueError(f"request_options: unknown request field(s) {', '.join(unknown)}")
+    probe = {
+        "conversation": [{"role": "user", "content": "."}],
+        "reference": "",
+        "answers": [{"id": "a", "text": ""}],
+    }
+    try:
+        JudgeRequest.model_validate({**probe, **fields})
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:3])
+        raise ValueError(f"request_options: {problems}") from None
+    return fields
 
 
 @dataclass
@@ -175,6 +212,7 @@ def prepare(
             "step": step,
             "group_key": f"{scope}{group_ids[span.start]}" if group_ids is not None else f"{scope}g{g}",
         }
+        body.update(options.request)
         if options.grader is not None:
             body["grader"] = options.grader
         if items is not None and items[span.start] is not None:  # the row's grader fields (code graders)

@@ -2,7 +2,8 @@
 
     --group-rm --custom-rm-path judge_service.adapters.slime.judge_group_rm
     JUDGE_SERVICE_URL=http://judge:8000   (also JUDGE_SERVICE_API_KEY, JUDGE_SERVICE_GRADER,
-    JUDGE_SERVICE_RUN_ID, JUDGE_SERVICE_FALLBACK_REWARD, JUDGE_SERVICE_TIMEOUT_S)
+    JUDGE_SERVICE_RUN_ID, JUDGE_SERVICE_FALLBACK_REWARD, JUDGE_SERVICE_TIMEOUT_S, and
+    JUDGE_SERVICE_REQUEST_OPTIONS: further request fields as a JSON object, e.g. {"jury": {"escalate": 1}})
 
 slime calls `await judge_group_rm(args, samples)` with one prompt's samples and sets each sample's
 reward from the list returned, in order. Each sample's `prompt` (text or chat messages) is the
@@ -15,12 +16,19 @@ slime itself needs GPUs to import, so this function is tested against the shape 
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections.abc import Sequence
 from typing import Any
 
-from judge_service.adapters.groups import GroupOptions, judge_async, prepare, shared_clients
+from judge_service.adapters.groups import (
+    GroupOptions,
+    judge_async,
+    prepare,
+    request_options,
+    shared_clients,
+)
 
 log = logging.getLogger("judge_service.adapters.slime")
 
@@ -35,6 +43,7 @@ async def judge_group_rm(args: Any, samples: Sequence[Any]) -> list[float]:
     options = GroupOptions(
         grader=os.environ.get("JUDGE_SERVICE_GRADER") or None,
         run_id=os.environ.get("JUDGE_SERVICE_RUN_ID") or None,
+        request=request_options(json.loads(os.environ.get("JUDGE_SERVICE_REQUEST_OPTIONS") or "{}")),
     )
     step = getattr(args, "rollout_id", None)
     group_index = getattr(samples[0], "group_index", None) if samples else None

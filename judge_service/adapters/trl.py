@@ -14,6 +14,8 @@ the step, the process rank and the batch's content, so a retried step replays wh
 
 A dataset column `item` (a dict of grader fields per row, which the policy never sees) is sent as each
 group's `item`, for graders written as code and RFT grader templates (README, Graders as code).
+`request_options` adds further request fields to every group, e.g. `{"cascade": {"rule": "numbers",
+"judge": "ties"}}` or `{"jury": {"escalate": 1}}` (checked when the function is made).
 
 With TRL's `log_metric` and `log_extra` (1.0 and later) the function reports `<name>/unscored_share` and
 `<name>/latency_s`, and each completion's marks and reasons as the `<name>_reason` column.
@@ -36,6 +38,7 @@ from judge_service.adapters.groups import (
     judge_sync,
     prepare,
 )
+from judge_service.adapters.groups import request_options as request_options_checked
 from judge_service.client import JudgeClient, RetryPolicy
 from judge_service.schemas import Criterion
 
@@ -58,13 +61,16 @@ class _Scorer:
         criteria: Sequence[Criterion | Mapping[str, Any]] | None,
         reference_column: str,
         run_id: str | None,
+        request_options: Mapping[str, Any] | None,
     ) -> None:
         self.url = url
         self.api_key = api_key
         self.retry = RetryPolicy(timeout_s=timeout_s, deadline_s=timeout_s)  # a call never outlasts it
         self.num_generations = num_generations
         self.reference_column = reference_column
-        self.options = GroupOptions(grader=grader, criteria=criteria, run_id=run_id)
+        self.options = GroupOptions(
+            grader=grader, criteria=criteria, run_id=run_id, request=request_options_checked(request_options)
+        )
 
     def loop_clients(self) -> LoopClients:
         return LoopClients(self.url, api_key=self.api_key, retry=self.retry)
@@ -119,6 +125,7 @@ def judge_reward(
     name: str = "judge",
     api_key: str | None = None,
     timeout_s: float = 600.0,
+    request_options: Mapping[str, Any] | None = None,
 ) -> RewardFunc:
     """An async reward function for TRL's `reward_funcs` (module docstring). `num_generations` should be
     GRPOConfig.num_generations: it lets the function tell a split group from two groups of one prompt."""
@@ -131,6 +138,7 @@ def judge_reward(
         criteria=criteria,
         reference_column=reference_column,
         run_id=run_id,
+        request_options=request_options,
     )
     clients = scorer.loop_clients()
 
@@ -154,6 +162,7 @@ def judge_criterion_rewards(
     name: str = "judge",
     api_key: str | None = None,
     timeout_s: float = 600.0,
+    request_options: Mapping[str, Any] | None = None,
 ) -> list[RewardFunc]:
     """One reward function per criterion (`<name>_<criterion>`), all answered by a single judge call per
     batch, so GRPOConfig.reward_weights weighs the criteria. `criteria`: the rubric (Criterion models or
@@ -167,6 +176,7 @@ def judge_criterion_rewards(
         criteria=criteria,
         reference_column=reference_column,
         run_id=run_id,
+        request_options=request_options,
     )
     clients = scorer.loop_clients()
     names = (
@@ -212,6 +222,7 @@ def judge_reward_sync(
     name: str = "judge",
     api_key: str | None = None,
     timeout_s: float = 600.0,
+    request_options: Mapping[str, Any] | None = None,
 ) -> Callable[..., list[float | None]]:
     """judge_reward for trainers that call only plain functions (TRL before 0.27, Unsloth)."""
     scorer = _Scorer(
@@ -223,6 +234,7 @@ def judge_reward_sync(
         criteria=criteria,
         reference_column=reference_column,
         run_id=run_id,
+        request_options=request_options,
     )
     client = scorer.sync_client()
 

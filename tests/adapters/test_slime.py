@@ -73,3 +73,20 @@ def test_no_url_says_how_to_configure(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("JUDGE_SERVICE_URL", raising=False)
     with pytest.raises(ValueError, match="JUDGE_SERVICE_URL"):
         asyncio.run(judge_group_rm(SimpleNamespace(), samples("q", ["a"])))
+
+
+def test_request_options_come_from_the_environment(
+    configured: ServiceProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("JUDGE_SERVICE_REQUEST_OPTIONS", '{"cascade": {"rule": "numbers", "judge": "ties"}}')
+    monkeypatch.setenv("JUDGE_SERVICE_RUN_ID", "slime-options")
+    group = samples("How many clips?", ["72 clips.", "50 clips."])
+    for sample in group:
+        sample.label = "Natalia sold 72 clips."
+    rewards = asyncio.run(judge_group_rm(SimpleNamespace(rollout_id=3), group))
+    assert rewards == [1.0, 0.0]
+    page = httpx.get(f"{configured.url}/v1/runs/slime-options/judgements").json()
+    assert [item["cascade"] for item in page["items"]] == ["rule_only"]
+    monkeypatch.setenv("JUDGE_SERVICE_REQUEST_OPTIONS", '{"jury": {"aggregate": "max"}}')
+    with pytest.raises(ValueError, match=r"jury\.aggregate"):
+        asyncio.run(judge_group_rm(SimpleNamespace(rollout_id=4), group))

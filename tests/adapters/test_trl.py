@@ -148,3 +148,21 @@ def test_an_item_column_is_sent_as_each_groups_item(service: ServiceProcess) -> 
     (judged,) = run_judgements(service, "trl-item")
     stored = httpx.get(f"{service.url}/v1/judgements/{judged['judgement_id']}").json()
     assert stored["request"]["item"] == item
+
+
+def test_request_options_go_with_every_group_and_a_typo_stops_at_once(service: ServiceProcess) -> None:
+    cascade = {"rule": "numbers", "judge": "ties"}
+    reward = judge_reward(
+        service.url, num_generations=2, run_id="trl-options", request_options={"cascade": cascade}
+    )
+    call = {"prompts": ["How many clips?"] * 2, "completions": ["72 clips.", "50 clips."]}
+    scores = asyncio.run(reward(**call, reference=["Natalia sold 72 clips."] * 2))
+    assert scores == [1.0, 0.0]  # numbers told them apart: no judge call
+    (judged,) = run_judgements(service, "trl-options")
+    stored = httpx.get(f"{service.url}/v1/judgements/{judged['judgement_id']}").json()
+    assert stored["request"]["cascade"] == {**cascade, "threshold": 1.0} and stored["cascade"] == "rule_only"
+    assert [a["scored_by"] for a in stored["answers"]] == ["rule", "rule"]
+    with pytest.raises(ValueError, match=r"cascade\.judge"):
+        judge_reward(service.url, request_options={"cascade": {"rule": "numbers", "judge": "sometimes"}})
+    with pytest.raises(ValueError, match="cannot set grader"):
+        judge_reward(service.url, request_options={"grader": "jury"})
