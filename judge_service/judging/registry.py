@@ -213,6 +213,12 @@ class GraderRegistry:
             if grader_name not in options:
                 options[grader_name] = grader.options(request)
             terms.append(Term(grader, weight, options[grader_name]))
+        if request.jury is not None and not any(isinstance(t.grader, JuryGrader) for t in terms):
+            raise InvalidGroupError(
+                "`jury` options are for the jury grader: set grader to 'jury' (or name it in terms), or "
+                "leave them out",
+                details={"grader": name},
+            )
         return GradingPlan(name, tuple(terms), self._cascade(request))
 
     def _cascade(self, request: JudgeRequest) -> Cascade | None:

@@ -321,3 +321,28 @@ def test_a_bad_jury_setting_stops_the_start_with_what_to_fix(tmp_path: Path) -> 
     client = make_client(tmp_path, FakeBackend(), jury='[{"name": "a"}]')
     with pytest.raises(ValueError, match=r"(?s)JUDGE_JURY: .*give base_url and model"), client:
         pass
+
+
+def test_jury_options_with_another_grader_are_refused(jury: TestClient) -> None:
+    response = jury.post("/v1/judge", json=group("72", grader="judge", jury={"aggregate": "min"}))
+    assert response.status_code == 422 and "set grader to 'jury'" in response.text
+
+
+def test_a_quorum_above_the_jury_stops_the_start(tmp_path: Path, engines: dict[str, FakeEngine]) -> None:
+    client = jury_client(tmp_path, [endpoint("a", engines, "judge-a")], jury_quorum=2)
+    with pytest.raises(ValueError, match="JUDGE_JURY_QUORUM is 2"), client:
+        pass
+
+
+def test_a_quorum_of_two_leaves_an_answer_one_judge_scored_unscored(
+    tmp_path: Path, engines: dict[str, FakeEngine]
+) -> None:
+    down = {"name": "down", "base_url": f"http://127.0.0.1:{free_port()}/v1", "model": "nobody"}
+    judges = [endpoint("a", engines, "judge-a"), down, endpoint("b", engines, "judge-b")]
+    with jury_client(tmp_path, judges, jury_quorum=2) as client:
+        wait_ready(client)
+        scored = judged(client, group(marked(5, 3, 1)))["answers"][0]
+        assert scored["status"] == "scored" and set(scored["jury"]["scores"]) == {"a", "b"}
+        alone = judged(client, group(marked(5, 3, 1), jury={"judges": ["a", "down"]}))["answers"][0]
+        assert alone["status"] == "unscored" and alone["score"] is None
+        assert alone["error"].startswith("1 of the 2 judges needed scored it (down: ")

@@ -62,9 +62,15 @@ def build_jury(
     """The jury of JUDGE_JURY, or None without one. ValueError says what to fix in the setting."""
     if settings.jury is None:
         return None
+    specs = parse_jury(settings.jury)
+    if settings.jury_quorum > len(specs):
+        raise ValueError(
+            f"JUDGE_JURY_QUORUM is {settings.jury_quorum}, and JUDGE_JURY names {len(specs)} judge(s): no "
+            "answer could ever be scored; lower the quorum or add judges"
+        )
     jurors: list[Juror] = []
     endpoints: list[Endpoint] = []
-    for spec in parse_jury(settings.jury):
+    for spec in specs:
         own = juror_settings(settings, spec)
         if spec.local:
             backend, readiness = local_backend, local_readiness
