@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from judge_service.adapters.groups import GroupOptions, SplitGroupError, group_spans, prepare
+from judge_service.adapters.groups import GroupOptions, SplitGroupError, group_spans, prepare, request_options
 
 
 def test_group_ids_cut_the_batch_where_the_id_changes_even_if_prompts_repeat() -> None:
@@ -40,3 +40,22 @@ def test_a_group_is_keyed_by_its_id_after_the_scope() -> None:
     assert [r.group_key for r in batch.requests.values()] == ["train/u1", "train/u2"]
     assert [[a.text for a in r.answers] for r in batch.requests.values()] == [["a", "b"], ["c", "d"]]
     assert batch.key_prefix is not None and batch.key_prefix.startswith("run:3:train/:")
+
+
+def test_request_options_are_checked_before_any_batch() -> None:
+    assert request_options(None) == {}
+    chosen = {"jury": {"escalate": 1}, "decoding": "per_answer"}
+    assert request_options(chosen) == chosen
+    with pytest.raises(ValueError, match="unknown request field"):
+        request_options({"jurry": {}})
+    with pytest.raises(ValueError, match="cannot set criteria, run_id"):
+        request_options({"run_id": "x", "criteria": []})
+    with pytest.raises(ValueError, match="decoding"):
+        request_options({"decoding": "sideways"})
+
+
+def test_request_options_go_into_every_group() -> None:
+    options = GroupOptions(grader="jury", request={"jury": {"aggregate": "min"}})
+    batch = prepare(["p", "p"], ["a", "b"], ["r", "r"], num_generations=2, options=options, step=0)
+    (request,) = batch.requests.values()
+    assert request.grader == "jury" and request.jury is not None and request.jury.aggregate == "min"
