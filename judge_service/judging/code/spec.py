@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
@@ -88,13 +88,28 @@ def json_setting(setting: str, variable: str, kind: Literal["list", "object"]) -
 def parse_code_graders(setting: str) -> list[CodeGraderSpec]:
     """The specs of JUDGE_CODE_GRADERS (inline JSON, or the path of a JSON file). ValueError says what
     to fix."""
-    raw, source = json_setting(setting, "JUDGE_CODE_GRADERS", "list")
+    specs, _ = named_list(setting, "JUDGE_CODE_GRADERS", _SPECS, "grader")
+    return specs
+
+
+class _Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+N = TypeVar("N", bound=_Named)
+
+
+def named_list(setting: str, variable: str, specs: TypeAdapter[list[N]], what: str) -> tuple[list[N], str]:
+    """A setting that is a JSON list of named entries (JUDGE_CODE_GRADERS, JUDGE_JURY), validated, names
+    unique; and how errors name its source. ValueError says what to fix."""
+    raw, source = json_setting(setting, variable, "list")
     try:
-        specs = _SPECS.validate_python(raw)
+        parsed = specs.validate_python(raw)
     except ValidationError as exc:
         raise ValueError(f"{source}: {exc}") from exc
-    names = [spec.name for spec in specs]
+    names = [entry.name for entry in parsed]
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:
-        raise ValueError(f"{source}: each grader name must be unique; repeated: {', '.join(repeated)}")
-    return specs
+        raise ValueError(f"{source}: each {what} name must be unique; repeated: {', '.join(repeated)}")
+    return parsed, source

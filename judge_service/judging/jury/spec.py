@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, TypeAdapter, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, TypeAdapter, model_validator
 
-from judge_service.judging.code.spec import json_setting
+from judge_service.judging.code.spec import named_list
 
 JUROR_NAME_PATTERN = r"^[a-z][a-z0-9_\-]{0,31}$"
 
@@ -60,17 +60,9 @@ _SPECS = TypeAdapter(list[JurorSpec])
 def parse_jury(setting: str) -> list[JurorSpec]:
     """The judges of JUDGE_JURY (inline JSON, or the path of a JSON file), in order. ValueError says what
     to fix."""
-    raw, source = json_setting(setting, "JUDGE_JURY", "list")
-    try:
-        specs = _SPECS.validate_python(raw)
-    except ValidationError as exc:
-        raise ValueError(f"{source}: {exc}") from exc
+    specs, source = named_list(setting, "JUDGE_JURY", _SPECS, "judge")
     if not specs:
         raise ValueError(f"{source}: a jury needs at least one judge")
-    names = [spec.name for spec in specs]
-    repeated = sorted({name for name in names if names.count(name) > 1})
-    if repeated:
-        raise ValueError(f"{source}: each judge name must be unique; repeated: {', '.join(repeated)}")
     if sum(spec.local for spec in specs) > 1:
         raise ValueError(f'{source}: at most one judge may be engine "local" (the service runs one engine)')
     return specs
