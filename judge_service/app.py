@@ -126,30 +126,25 @@ def create_app(
         app.state.retention = retention
         keeping = asyncio.create_task(retention.keep())  # returns at once without JUDGE_RETENTION_DAYS
         drain.reopen()
-        following = [
-            asyncio.create_task(
+
+        def follow(
+            backend: JudgeBackend, ready: Readiness, fatal: Callable[[], None] | None
+        ) -> asyncio.Task[None]:
+            return asyncio.create_task(
                 follow_backend(
-                    judge_backend,
-                    readiness,
+                    backend,
+                    ready,
                     interval_s=settings.health_interval_s,
                     exit_after_s=settings.dead_engine_exit_s,
-                    on_fatal=on_fatal,
+                    on_fatal=fatal,
                 )
             )
-        ]
+
         app.state.jury = None if jury is None else jury.grader
-        for endpoint in [] if jury is None else jury.endpoints:  # a jury judge's endpoint: never fatal
-            following.append(
-                asyncio.create_task(
-                    follow_backend(
-                        endpoint.backend,
-                        endpoint.readiness,
-                        interval_s=settings.health_interval_s,
-                        exit_after_s=settings.dead_engine_exit_s,
-                        on_fatal=None,
-                    )
-                )
-            )
+        endpoints = [] if jury is None else jury.endpoints
+        following = [follow(judge_backend, readiness, on_fatal)]
+        # A jury judge's endpoint is followed as the service's own backend is, but is never fatal.
+        following += [follow(endpoint.backend, endpoint.readiness, None) for endpoint in endpoints]
 
         async def shut_down() -> None:
             """Drain: on the first stop signal with the listener still open (server/draining.py), and again,
@@ -168,7 +163,7 @@ def create_app(
             await asyncio.gather(keeping, return_exceptions=True)  # no batch left half-sent to the store
             await code_pool.close()
             await judge_backend.close()
-            for endpoint in [] if jury is None else jury.endpoints:
+            for endpoint in endpoints:
                 await endpoint.backend.close()
             await judgement_store.close()
 
