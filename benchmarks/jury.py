@@ -2,14 +2,17 @@
 and the same jury escalating (the third judge only where the first two disagree), interleaved on the same
 labelled groups, with the jury's own metrics read from the service afterwards.
 
-The jury: `own`, the service's in-process engine (temperature 0); `hot`, vLLM's own OpenAI server
-(`vllm.entrypoints.openai.api_server`, started here) on the same model at temperature 1.0; `served`, the
-same server at temperature 0. The first two differ in engine and sampling, so they disagree where sampling
-moves a mark; the third settles those groups. Both engines get one thread (OMP_NUM_THREADS=1), so they
-judge side by side on a 2-core machine.
+The jury: `own`, the service's in-process engine; `strict`, vLLM's own OpenAI server
+(`vllm.entrypoints.openai.api_server`, started here) on the same model with another prompt (a stricter
+rule on wrong figures, the criteria listed in reverse order); `served`, the same server with the service's
+prompt. The first two differ in engine and prompt, so they disagree where the prompt moves a mark; the
+third settles those groups. All judge at temperature 0: on vLLM's CPU build a seeded request at a
+temperature above 0 stops its engine ("CPU Generator does not use offset"), so sampling is not the source
+of difference here. Both engines get one thread (OMP_NUM_THREADS=1), so they judge side by side on a
+2-core machine.
 
     .venv/bin/python -m benchmarks.jury \\
-        --data ../shared/data/gsm8k-model-solutions/example_model_solutions.dev.jsonl --limit 20
+        --data ../shared/data/gsm8k-model-solutions/example_model_solutions.dev.jsonl --limit 10
 
 Prints the evaluation table, the judge calls and seconds per group of each configuration, and the jury
 metrics (groups by path, calls and failures per judge, the disagreement histogram); the evaluation report
@@ -21,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -31,10 +35,29 @@ import httpx
 from benchmarks import REPO_ROOT
 from benchmarks.report import log
 from benchmarks.servers import server_process, workdir
+from judge_service.config import PACKAGED_PROMPTS
 from tests.engine.vllm_serve import START_TIMEOUT_S, VllmServe, prepared_model
 
 COMPARE = REPO_ROOT / "benchmarks" / "eval_jury.json"
-JUDGES = ("own", "hot", "served")
+JUDGES = ("own", "strict", "served")
+
+
+STRICT_RULE = (
+    "- Be strict about figures: an answer whose final figure differs from the reference's gets "
+    "correctness 1, however well it is written.\n"
+)
+
+
+def strict_prompts(folder: Path) -> Path:
+    """A prompts folder holding the service's templates (judge_group) and a stricter variant of them
+    (judge_group_strict): one more rule, and the criteria listed in reverse order."""
+    shutil.copytree(PACKAGED_PROMPTS / "judge_group", folder / "judge_group")
+    strict = folder / "judge_group_strict"
+    shutil.copytree(PACKAGED_PROMPTS / "judge_group", strict)
+    for template in strict.glob("*system.j2"):
+        text = template.read_text().replace("\nCriteria:", STRICT_RULE + "\nCriteria:", 1)
+        template.write_text(text.replace("{% for c in criteria %}", "{% for c in criteria | reverse %}"))
+    return folder
 
 
 def jury_setting(server_url: str) -> str:
@@ -42,7 +65,7 @@ def jury_setting(server_url: str) -> str:
     return json.dumps(
         [
             {"name": "own", "engine": "local"},
-            {"name": "hot", **served, "temperature": 1.0},
+            {"name": "strict", **served, "prompt_template": "judge_group_strict"},
             {"name": "served", **served},
         ]
     )
@@ -70,24 +93,41 @@ def jury_metrics(text: str) -> dict[str, Any]:
     return found
 
 
+def judge_errors(url: str) -> dict[str, list[str]]:
+    """The distinct errors each judge recorded over the run's jury judgements (at most 3 per judge)."""
+    page = httpx.get(f"{url}/v1/runs/gsm8k-dev-jury/judgements", params={"limit": 500}, timeout=30).json()
+    errors: dict[str, list[str]] = {}
+    for item in page["items"]:
+        if item["grader"] != "jury":
+            continue
+        stored = httpx.get(f"{url}/v1/judgements/{item['judgement_id']}", timeout=30).json()
+        for record in stored["jury"]:
+            seen = errors.setdefault(record["name"], [])
+            if record["error"] and record["error"] not in seen and len(seen) < 3:
+                seen.append(record["error"])
+    return errors
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--data", type=Path, required=True)
-    parser.add_argument("--limit", type=int, default=20, help="mixed groups judged (default 20)")
+    parser.add_argument("--limit", type=int, default=10, help="mixed groups judged (default 10)")
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "benchmarks/reports/eval_jury_embedded.json")
     args = parser.parse_args()
     one_thread = {"OMP_NUM_THREADS": "1"}
     with workdir("jury") as tmp:
         log("starting vLLM's OpenAI server on the embedded model")
-        server = VllmServe(tmp, prepared_model(), "jury")
+        # A longer context than the tests' server: a group of four GSM8K solutions, marked in one reply.
+        server = VllmServe(tmp, prepared_model(), "jury", "--max-model-len", "8192")
         try:
             server.wait_for(f"{server.url}/health", timeout_s=START_TIMEOUT_S)
             env = {
                 **one_thread,
                 "JUDGE_JURY": jury_setting(server.url),
+                "JUDGE_PROMPTS_DIR": str(strict_prompts(tmp / "prompts")),
                 "JUDGE_DB_PATH": str(tmp / "judgements.sqlite3"),
             }
             log("starting the service with the jury")
@@ -101,6 +141,7 @@ def main() -> None:
                 log("judging: " + " ".join(command[2:]))
                 subprocess.run(command, check=True, cwd=REPO_ROOT, env={**os.environ, **one_thread})
                 metrics = jury_metrics(httpx.get(f"{url}/metrics", timeout=30).text)
+                metrics["errors"] = judge_errors(url)
         finally:
             server.stop()
     print("\njury metrics after the run:")
