@@ -346,3 +346,19 @@ def test_a_quorum_of_two_leaves_an_answer_one_judge_scored_unscored(
         alone = judged(client, group(marked(5, 3, 1), jury={"judges": ["a", "down"]}))["answers"][0]
         assert alone["status"] == "unscored" and alone["score"] is None
         assert alone["error"].startswith("1 of the 2 judges needed scored it (down: ")
+
+
+def test_a_cascade_calls_the_jury_only_for_a_group_its_rule_leaves_flat(
+    jury: TestClient, engines: dict[str, FakeEngine]
+) -> None:
+    ties = {"rule": "numbers", "judge": "ties"}
+    served = requests_served(engines)
+    apart = group("", "", cascade=ties)
+    apart["answers"] = [{"id": "a0", "text": "72 clips."}, {"id": "a1", "text": "50 clips."}]
+    decided = judged(jury, apart)  # the rule tells them apart
+    assert decided["cascade"] == "rule_only" and requests_served(engines) == served
+    flat = judged(jury, group(SPLIT, LEANING, cascade=ties))  # both say 72: flat
+    assert flat["cascade"] == "judged"
+    answers = by_id(flat)
+    assert answers["a0"]["scored_by"] == "judge" and answers["a0"]["score"] == pytest.approx(0.5)
+    assert answers["a0"]["jury"]["scores"] == {"a": 1.0, "b": 0.5, "c": 0.0}
