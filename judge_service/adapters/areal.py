@@ -16,7 +16,9 @@ returns once the group's last answer has arrived and the group has been judged, 
 episodes of one row claim one group key when they start (a key is never reused, even for the same row
 again); `gconfig.n_samples` 1 judges each answer alone. The conversation is the row's prompt (AReaL's
 `data_extract_prompt_fn`, default `messages`), the answer the decoded completion, the reference the row's
-`reference_key` (default `answer`, as AReaL's GSM8K rows carry it).
+`reference_key` (default `answer`, as AReaL's GSM8K rows carry it). `request_options` adds further
+request fields to every answer's request (`cascade`, `jury`, `comparison`, ...), checked when the workflow
+is built.
 
 AReaL's own reward wrapper returns 0 when a reward times out; this workflow does not use it. An answer the
 judge did not score, or a call that failed or outlasted `timeout_s` (the group's wait included), ends its
@@ -48,6 +50,7 @@ from areal.workflow.rlvr import (
 )
 
 from judge_service.adapters.groups import as_conversation, clean, score_components, shared_clients
+from judge_service.adapters.groups import request_options as request_options_checked
 from judge_service.client import JudgeClientError
 from judge_service.schemas import AnswerResult, JudgeRequest, MemberRequest
 
@@ -82,6 +85,7 @@ class JudgeRLVRWorkflow(RLVRWorkflow):
         timeout_s: float = 600.0,
         member_deadline_s: float | None = None,
         api_key: str | None = None,
+        request_options: Mapping[str, Any] | None = None,
         enable_thinking: bool = False,
         get_input_ids_fn: Callable[..., list[int]] | str = default_get_input_ids_fn,
         data_extract_prompt_fn: Callable[[dict[str, Any]], Any] | str = default_data_extract_prompt_fn,
@@ -99,7 +103,8 @@ class JudgeRLVRWorkflow(RLVRWorkflow):
         if not self.judge_url:
             raise ValueError("give judge_url (or set JUDGE_SERVICE_URL) to the judge service's URL")
         self.group_size = max(int(gconfig.n_samples), 1)
-        self.common: dict[str, Any] = {"run_id": run_id}
+        options = request_options_checked(request_options, members=True)
+        self.common: dict[str, Any] = {**options, "run_id": run_id}
         if grader is not None:
             self.common["grader"] = grader
         if criteria is not None:

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from judge_service.adapters.groups import as_conversation, clean, content_text, reason_of
+from judge_service.adapters.groups import request_options as request_options_checked
 from judge_service.client import AsyncJudgeClient, RetryPolicy
 from judge_service.schemas import Criterion, JudgeRequest
 
@@ -45,10 +46,15 @@ async def judge_score_group(
     api_key: str | None = None,
     timeout_s: float = 600.0,
     swallow_exceptions: bool = False,
+    request_options: Mapping[str, Any] | None = None,
 ) -> art.TrajectoryGroup | None:
     """The group judged (module docstring). `reference`: the reference reply; default the group's
-    `metadata["reference"]`, else none (the judge then compares the answers with each other only)."""
+    `metadata["reference"]`, else none (the judge then compares the answers with each other only).
+    `request_options`: further request fields (`cascade`, `jury`, `comparison`, ...); a wrong one raises
+    ValueError whatever `swallow_exceptions` says."""
     import art
+
+    extra = request_options_checked(request_options)
 
     for trajectory in group.trajectories:
         if trajectory.additional_histories:
@@ -57,7 +63,7 @@ async def judge_score_group(
     for trajectory in copies:
         trajectory.metrics["independent_reward"] = trajectory.reward
     try:
-        request = _request(group, copies, reference, criteria, grader, run_id, step)
+        request = _request(group, copies, reference, criteria, grader, run_id, step, extra)
         if client is not None:
             judgement = await client.judge(request)
         else:
@@ -115,6 +121,7 @@ def _request(
     grader: str | None,
     run_id: str | None,
     step: int | None,
+    extra: Mapping[str, Any],
 ) -> JudgeRequest:
     histories = [list(t.history().as_chat_completions_history().messages) for t in trajectories]
     shared = _shared_prefix(histories)
@@ -124,6 +131,7 @@ def _request(
         reference = found if isinstance(found, str) else ""
     group_key = group.metadata.get("group_key")
     body: dict[str, Any] = {
+        **extra,
         "conversation": conversation,
         "reference": clean(reference),
         "answers": [{"id": f"t{i}", "text": _rest(h[shared:])} for i, h in enumerate(histories)],

@@ -31,6 +31,7 @@ from judge_service.schemas import (
     CriterionMark,
     JudgeRequest,
     JudgeResponse,
+    MemberRequest,
 )
 
 log = logging.getLogger("judge_service.adapters")
@@ -132,13 +133,17 @@ class GroupOptions:
 # Request fields an adapter sets itself, from the trainer's batch or from its own arguments.
 ADAPTER_FIELDS = frozenset(
     {"conversation", "reference", "answers", "run_id", "step", "group_key", "grader", "criteria", "item"}
+    | {"answer", "group_size", "deadline_s"}  # of a member request
 )
+_PROBE = {"conversation": [{"role": "user", "content": "."}], "reference": ""}
 
 
-def request_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
+def request_options(options: Mapping[str, Any] | None, *, members: bool = False) -> dict[str, Any]:
     """Further request fields a trainer's user chose for every group (`cascade`, `jury`, `comparison`,
     `decoding`, `reasons`, `rubric`, `options`, ...), checked now, so that a typo stops the start rather
-    than every step: ValueError names a field the adapter sets itself, an unknown field, or a bad value."""
+    than every step: ValueError names a field the adapter sets itself, an unknown field, or a bad value.
+    `members`: the adapter also sends them on member requests (POST /v1/judge/member), so they must be
+    fields of both requests."""
     if not options:
         return {}
     fields = dict(options)
@@ -148,19 +153,28 @@ def request_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
             f"request_options cannot set {', '.join(own)}: the adapter sets them (from the batch, or from "
             "its own arguments such as grader= and criteria=)"
         )
-    unknown = sorted(set(fields) - set(JudgeRequest.model_fields))
+    known = set(JudgeRequest.model_fields)
+    unknown = sorted(set(fields) - known)
     if unknown:
         raise ValueError(f"request_options: unknown request field(s) {', '.join(unknown)}")
-    probe = {
-        "conversation": [{"role": "user", "content": "."}],
-        "reference": "",
-        "answers": [{"id": "a", "text": ""}],
-    }
-    try:
-        JudgeRequest.model_validate({**probe, **fields})
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:3])
-        raise ValueError(f"request_options: {problems}") from None
+    probes: list[tuple[type[JudgeRequest] | type[MemberRequest], dict[str, Any]]] = [
+        (JudgeRequest, {**_PROBE, "answers": [{"id": "a", "text": ""}]})
+    ]
+    if members:
+        not_member = sorted(set(fields) - set(MemberRequest.model_fields))
+        if not_member:
+            raise ValueError(
+                f"request_options: {', '.join(not_member)} cannot be sent with each member of a group "
+                "(POST /v1/judge/member takes no such field)"
+            )
+        member = {"group_key": "probe", "group_size": 2, "answer": {"id": "a", "text": ""}}
+        probes.append((MemberRequest, {**_PROBE, **member}))
+    for model, probe in probes:
+        try:
+            model.model_validate({**probe, **fields})
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:3])
+            raise ValueError(f"request_options: {problems}") from None
     return fields
 
 

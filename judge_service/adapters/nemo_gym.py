@@ -15,6 +15,8 @@ task (a hash of its input and expected answer). So the waiting happens in the se
 process, and the server may run with many workers. The reply carries `reward` and `reward_components`
 (each criterion's 0-1 score). An answer the judge could not score, or a call that failed, raises NeMo
 Gym's JudgeError: its failsafe masks the sample as `judge_failed` instead of rewarding 0.
+`request_options` adds further fields to each member request (`cascade`, `jury`, ...), checked when the
+config loads.
 """
 
 from __future__ import annotations
@@ -30,13 +32,14 @@ from nemo_gym.base_resources_server import (
     SimpleResourcesServer,
 )
 from nemo_gym.judge import JudgeError
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, field_validator
 
 from judge_service.adapters.groups import (
     answer_reason,
     as_conversation,
     clean,
     content_text,
+    request_options,
     score_components,
     shared_clients,
 )
@@ -52,6 +55,14 @@ class JudgeServiceConfig(BaseResourcesServerConfig):
     api_key: str | None = None
     timeout_s: float = Field(default=600.0, gt=0, description="Per /verify call, the group's wait included.")
     member_deadline_s: float | None = Field(default=None, gt=0)
+    request_options: dict[str, Any] = Field(
+        default_factory=dict, description="Further request fields for every answer (cascade, jury, ...)."
+    )
+
+    @field_validator("request_options")
+    @classmethod
+    def _checked(cls, options: dict[str, Any]) -> dict[str, Any]:
+        return request_options(options, members=True)
 
 
 class JudgeServiceVerifyRequest(BaseVerifyRequest):
@@ -77,6 +88,7 @@ class JudgeServiceResourcesServer(SimpleResourcesServer):
             self.config.judge_service_url, self.config.api_key, self.config.timeout_s
         ).get()
         common: dict[str, Any] = {
+            **self.config.request_options,
             "conversation": conversation,
             "reference": reference,
             "run_id": self.config.run_id,

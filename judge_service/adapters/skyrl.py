@@ -8,7 +8,8 @@ One line: SkyRL's own hook for integrations, added to the usual training command
 
 (`generator.judge.url` may instead come from JUDGE_SERVICE_URL; also `generator.judge.grader`, `.criteria`
 (criterion definitions as the API takes them), `.run_id` (default `trainer.run_name`), `.timeout_s`,
-`.api_key` or JUDGE_SERVICE_API_KEY). An entry point
+`.api_key` or JUDGE_SERVICE_API_KEY, `.request_options` for further request fields such as
+`{cascade: {rule: numbers, judge: ties}}`, checked at start). An entry point
 of one's own uses `JudgedPPOExp` in place of `BasePPOExp`, or returns `JudgeServiceGenerator.from_config`
 from its `get_generator`.
 
@@ -56,6 +57,7 @@ from judge_service.adapters.groups import (
     GroupOptions,
     judge_async,
     prepare,
+    request_options,
     score_components,
     shared_clients,
 )
@@ -76,6 +78,7 @@ class JudgeServiceConfig(BaseConfig):
     run_id: str | None = None  # else trainer.run_name
     timeout_s: float = 600.0  # for a batch's judging, retries included
     api_key: str | None = None  # else JUDGE_SERVICE_API_KEY
+    request_options: dict[str, Any] | None = None  # further request fields for every group (cascade, ...)
 
 
 @dataclass
@@ -102,7 +105,12 @@ class JudgeServiceGenerator(SkyRLGymGenerator):
             raise ValueError("set generator.judge.url (or JUDGE_SERVICE_URL) to the judge service's URL")
         self.judge = judge
         self.judge_api_key = judge.api_key or os.environ.get("JUDGE_SERVICE_API_KEY") or None
-        self.judge_options = GroupOptions(grader=judge.grader, criteria=judge.criteria, run_id=judge.run_id)
+        self.judge_options = GroupOptions(
+            grader=judge.grader,
+            criteria=judge.criteria,
+            run_id=judge.run_id,
+            request=request_options(judge.request_options),
+        )
 
     @classmethod
     def from_config(

@@ -14,6 +14,8 @@ a token drawn when this process starts (every rollout of a group must then be sc
 `vf-eval` and a single env server do); set it per run or step when rollouts are spread over processes.
 With `group_size` 1 each rollout is judged alone. The conversation is the task's system prompt and prompt,
 the answer the rollout's final reply, the reference the task field `reference_field` (default `answer`).
+`request_options` adds further request fields to every rollout's request (`cascade`, `jury`, `comparison`,
+...), checked when the config loads.
 
 The reward is the answer's 0-1 score; each criterion's score is recorded as a metric
 (`<reward name>_<criterion>`), and the judgement id and reason in `trace.info["judge_service"]`. A rollout
@@ -31,13 +33,14 @@ import uuid
 from typing import Any
 
 import verifiers.v1 as vf
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from judge_service.adapters.groups import (
     answer_reason,
     as_conversation,
     clean,
     content_text,
+    request_options,
     score_components,
     shared_clients,
 )
@@ -60,6 +63,14 @@ class JudgeServiceJudgeConfig(vf.JudgeConfig):
     group_scope: str = ""
     timeout_s: float = Field(default=600.0, gt=0, description="Per rollout, the group's wait included.")
     member_deadline_s: float | None = Field(default=None, gt=0)
+    request_options: dict[str, Any] = Field(
+        default_factory=dict, description="Further request fields for every rollout (cascade, jury, ...)."
+    )
+
+    @field_validator("request_options")
+    @classmethod
+    def _checked(cls, options: dict[str, Any]) -> dict[str, Any]:
+        return request_options(options, members=True)
 
 
 class JudgeServiceJudge(vf.Judge[float, JudgeServiceJudgeConfig]):
@@ -70,6 +81,7 @@ class JudgeServiceJudge(vf.Judge[float, JudgeServiceJudgeConfig]):
         if not config.judge_service_url:
             raise ValueError("set judge_service_url in the judge's config (or JUDGE_SERVICE_URL)")
         common: dict[str, Any] = {
+            **config.request_options,
             "conversation": as_conversation(_messages(task)),
             "reference": clean(str(getattr(task, config.reference_field, None) or "")),
             "run_id": config.run_id,

@@ -14,8 +14,10 @@ verl scores one sample per call; no hook of its sees a group. Two entry points:
 
 Both read their settings from `reward.custom_reward_function.reward_kwargs` (`judge_url`, else the
 JUDGE_SERVICE_URL variable; `grader`, `criteria` (names), `run_id`, `timeout_s`, `fallback_score`,
-`member_deadline_s`, `api_key`). verl writes scores into a tensor and takes the extra-info keys of the
-first sample for all, so each sample returns a float and the same keys: `score`, `judge_ok` (1.0 or 0.0),
+`member_deadline_s`, `api_key`, `request_options`: further request fields such as
+`{"cascade": {"rule": "numbers", "judge": "ties"}}`, checked on the first call). verl writes scores into
+a tensor and takes the extra-info keys of the first sample for all, so each sample returns a float and
+the same keys: `score`, `judge_ok` (1.0 or 0.0),
 `judge_status` (a number, STATUS below) and `judge_<criterion>` per criterion. An unscored sample gets
 `fallback_score` with `judge_ok = 0.0`: look at `judge_ok` before trusting a score. Each call enforces
 `timeout_s` (retries included), so a slow judge cannot freeze training; past it the sample is
@@ -35,7 +37,7 @@ from typing import Any
 from verl import DataProto
 from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 
-from judge_service.adapters.groups import as_conversation, clean, shared_clients
+from judge_service.adapters.groups import as_conversation, clean, request_options, shared_clients
 from judge_service.client import JudgeClientError
 from judge_service.schemas import AnswerResult, JudgeRequest, MemberRequest
 
@@ -108,9 +110,11 @@ class _Settings:
         self.fallback = float(kwargs.get("fallback_score", 0.0))
         self.deadline_s = kwargs.get("member_deadline_s")
         self.api_key = kwargs.get("api_key") or os.environ.get("JUDGE_SERVICE_API_KEY")
+        self.request = request_options(kwargs.get("request_options"), members=True)
 
     def _common(self, prompt: Any, ground_truth: Any, item: Any = None) -> dict[str, Any]:
         body: dict[str, Any] = {
+            **self.request,
             "conversation": as_conversation(_plain(prompt)),
             "reference": clean(str(ground_truth if ground_truth is not None else "")),
             "run_id": self.run_id,

@@ -109,7 +109,15 @@ async def main(url: str, dead_port: str) -> dict[str, Any]:
         run_id="areal-run",
         criteria=[{"name": "correctness", "description": "Right", "mark_1": "wrong", "mark_5": "right"}],
     )
+    options = workflow(url, 4, run_id="areal-options", request_options={"decoding": "per_answer"})
+    try:
+        workflow(url, 4, request_options={"grader": "numbers"})
+        bad_options = ""
+    except ValueError as exc:
+        bad_options = str(exc)
     return {
+        "options": await episode(options, QUESTION),
+        "bad_options": bad_options,
         "wrapper": type(grouped).__name__,
         "inner": type(grouped.workflow).__name__,
         "group": await episode(grouped, QUESTION),

@@ -60,6 +60,15 @@ async def main(url: str, refusing_port: int) -> dict[str, object]:
     async def rollout(i: int) -> art.TrajectoryGroup:
         return group(f"Rollout {i}.")
 
+    options = {"decoding": "per_answer"}  # further request fields, as a user passes them
+    chosen = await judge_score_group(group("Options."), url, run_id="art-options", request_options=options)
+    seen["options_kept"] = len(chosen.trajectories)
+    try:
+        await judge_score_group(group("x"), url, request_options={"step": 3}, swallow_exceptions=True)
+        seen["bad_options"] = ""
+    except ValueError as exc:
+        seen["bad_options"] = str(exc)
+
     gathered = await art.gather_trajectory_groups(
         [rollout(i) for i in range(2)],
         after_each=lambda g: judge_score_group(g, url, run_id="art-gather"),

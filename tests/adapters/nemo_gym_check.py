@@ -56,7 +56,7 @@ def body(question: str, answer: str, group_id: str | None = None) -> dict[str, A
     return data
 
 
-def server(url: str, size: int) -> JudgeServiceResourcesServer:
+def server(url: str, size: int, **extra: Any) -> JudgeServiceResourcesServer:
     config = JudgeServiceConfig(
         host="127.0.0.1",
         port=0,
@@ -66,6 +66,7 @@ def server(url: str, size: int) -> JudgeServiceResourcesServer:
         num_rollouts_per_prompt=size,
         run_id="nemo-run",
         timeout_s=30,
+        **extra,
     )
     return JudgeServiceResourcesServer(config=config, server_client=MagicMock(spec=ServerClient))
 
@@ -84,6 +85,13 @@ async def main(url: str, refusing_port: int) -> dict[str, Any]:
         grouped, [body("How do I share the report?", a, "ng-group-1") for a in ANSWERS]
     )
     seen["unscored"] = await verify_all(grouped, [body(f"How do I share it? {MARKER}", a) for a in ANSWERS])
+    chosen = server(url, 4, request_options={"decoding": "per_answer"}).setup_webserver()
+    seen["options"] = await verify_all(chosen, [body("How do I print it?", a, "ng-options") for a in ANSWERS])
+    try:
+        server(url, 4, request_options={"seed": 1})
+        seen["bad_options"] = ""
+    except ValueError as exc:  # pydantic's ValidationError
+        seen["bad_options"] = str(exc)
     single = server(url, 1).setup_webserver()
     seen["single"] = await verify_all(single, [body("How do I share the report?", "Click Share.")])
     down = server(f"http://127.0.0.1:{refusing_port}", 1).setup_webserver()

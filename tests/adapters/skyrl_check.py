@@ -153,6 +153,9 @@ async def main(url: str, dead_port: str) -> dict[str, Any]:
         "first_try": await generate(cfg, tok, step=5, fixed=PLAIN[0]),
         "retried": await generate(cfg, tok, step=5, fixed=PLAIN[0]),  # the same answers again
         "batched": await generate(config(url, "generator.batched=true"), tok, step=2),
+        "options": await generate(
+            config(url, "generator.judge.request_options={decoding: per_answer}"), tok, 6
+        ),
         "dead": await generate(
             config(f"http://127.0.0.1:{dead_port}", "generator.judge.timeout_s=3"), tok, 3
         ),
@@ -161,6 +164,10 @@ async def main(url: str, dead_port: str) -> dict[str, Any]:
         await generate(config(url, "generator.step_wise_trajectories=true"), tok, step=4)
     except ValueError as exc:
         seen["step_wise"] = str(exc)
+    try:
+        await generate(config(url, "generator.judge.request_options={decodng: per_answer}"), tok, step=7)
+    except ValueError as exc:
+        seen["bad_options"] = str(exc)
     return seen
 
 

@@ -74,3 +74,12 @@ def test_a_dead_judge_rejects_the_episodes_within_the_timeout(seen: dict[str, An
     assert dead["result"] is None  # every episode rejected: AReaL drops the row
     assert dead["stats"]["rollout/judge_unscored"] == 1.0
     assert "rollout/reward" not in dead["stats"]
+
+
+def test_request_options_reach_each_member_and_a_wrong_one_stops_the_start(
+    seen: dict[str, Any], service: ServiceProcess
+) -> None:
+    (item,) = httpx.get(f"{service.url}/v1/runs/areal-options/judgements").json()["items"]
+    whole = httpx.get(f"{service.url}/v1/judgements/{item['judgement_id']}").json()
+    assert whole["request"]["decoding"] == "per_answer" and len(whole["answers"]) == 4
+    assert "request_options cannot set grader" in seen["bad_options"]  # grader= is the workflow's own

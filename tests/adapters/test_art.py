@@ -34,6 +34,12 @@ def test_judge_score_group_on_real_trajectory_groups(service: ServiceProcess) ->
     stored = httpx.get(f"{service.url}/v1/runs/art-run/judgements").json()["items"]
     assert [(j["step"], len(j["answers"])) for j in stored] == [(3, 4)]
 
+    assert seen["options_kept"] == 4  # request_options={"decoding": "per_answer"}
+    (item,) = httpx.get(f"{service.url}/v1/runs/art-options/judgements").json()["items"]
+    whole = httpx.get(f"{service.url}/v1/judgements/{item['judgement_id']}").json()
+    assert whole["request"]["decoding"] == "per_answer"
+    assert "request_options cannot set step" in seen["bad_options"]  # raised though swallow_exceptions
+
 
 def test_the_art_example_runs(service: ServiceProcess) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}

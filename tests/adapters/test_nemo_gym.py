@@ -36,6 +36,11 @@ def test_verify_judges_rollouts_as_groups_and_masks_judge_failures(service: Serv
     assert "could not score" in masked[0]["failure_reason"]
     assert [r["status"] for r in unscored] == [200] * 4  # the failsafe answers, training goes on
 
+    (options_group,) = {r["judgement_id"] for r in seen["options"]}  # request_options, one group
+    whole = httpx.get(f"{service.url}/v1/judgements/{options_group}").json()
+    assert whole["request"]["decoding"] == "per_answer" and len(whole["answers"]) == 4
+    assert "seed cannot be sent with each member" in seen["bad_options"]
+
     (single,) = seen["single"]
     assert single["status"] == 200 and 0 <= single["reward"] <= 1
     (down,) = seen["down"]

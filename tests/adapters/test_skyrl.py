@@ -86,3 +86,15 @@ def test_a_dead_judge_masks_the_batch_within_its_timeout(seen: dict[str, Any]) -
     assert out["rollout_metrics"]["judge/unscored_share"] == 1.0
     assert all(not any(mask) for mask in out["loss_masks"])
     assert all(final_reward(r) == 0.0 for r in out["rewards"])  # equal within each group: no advantage
+
+
+def test_request_options_reach_every_group_and_a_typo_stops_the_start(
+    seen: dict[str, Any], service: ServiceProcess
+) -> None:
+    decodings = {}
+    for step in (1, 6):
+        for item in [j for j in judgements(service) if j["step"] == step]:
+            whole = httpx.get(f"{service.url}/v1/judgements/{item['judgement_id']}").json()
+            decodings.setdefault(step, set()).add(whole["request"]["decoding"])
+    assert decodings == {1: {None}, 6: {"per_answer"}}  # generator.judge.request_options={decoding: ...}
+    assert "unknown request field(s) decodng" in seen["bad_options"]

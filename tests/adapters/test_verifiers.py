@@ -126,6 +126,11 @@ def test_rollouts_of_one_task_are_judged_as_one_group_and_failures_error_the_rol
     assert errored[0]["error"].startswith("TaskError") and errored[0]["rewards"] == {REWARD: None}
     assert all(0 <= r["reward"] <= 1 for r in unscored if "error" not in r)
 
+    (options_group,) = {r["info"]["judgement_id"] for r in seen["options"]}  # request_options: one group
+    whole = httpx.get(f"{service.url}/v1/judgements/{options_group}").json()
+    assert whole["request"]["decoding"] == "per_answer"
+    assert "seed cannot be sent with each member" in seen["bad_options"]
+
     (single,) = seen["single"]
     assert 0 <= single["reward"] <= 1
     (down,) = seen["down"]

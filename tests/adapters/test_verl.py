@@ -51,3 +51,9 @@ def test_verl_reward_managers_against_the_service(service: ServiceProcess) -> No
     by_extra = seen["by_extra_info"]
     assert all(r["reward_extra_info"]["judge_ok"] == 1.0 for r in by_extra)
     assert [len(j["answers"]) for j in judgements(service, "verl-single") if j["group_key"] == "g4"] == [2]
+
+    assert all(r["reward_extra_info"]["judge_ok"] == 1.0 for r in seen["options"])
+    (chosen,) = judgements(service, "verl-options")  # reward_kwargs.request_options
+    whole = httpx.get(f"{service.url}/v1/judgements/{chosen['judgement_id']}").json()
+    assert whole["request"]["decoding"] == "per_answer" and len(whole["answers"]) == 4
+    assert "seed cannot be sent with each member" in seen["bad_options"]

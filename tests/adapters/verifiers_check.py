@@ -89,6 +89,15 @@ async def main(url: str, refusing_port: str) -> dict[str, Any]:
     second = task(config, f"How do I export a report? {LEAVE_ONE_UNSCORED}", "Use Export.")
     texts = ["Use Export.", "Export it.", "Export to PDF.", "Menu, Export."]
     unscored = await scored(second, [rollout(second, t) for t in texts])
+    # Further request fields for every rollout, checked when the task config loads.
+    chosen = {**config, "group_scope": f"{run}-3", "request_options": {"decoding": "per_answer"}}
+    options_task = task(chosen, "How do I print a report?", "Use Print.")
+    options = await scored(options_task, [rollout(options_task, f"Print it, way {i}.") for i in range(4)])
+    try:
+        task({**config, "request_options": {"seed": 1}}, "q", "a")
+        bad_options = ""
+    except ValueError as exc:  # pydantic's ValidationError
+        bad_options = str(exc)
     single = await scored(task({"judge_service_url": url}, "Hi?", "Hello."), [rollout(first, "Hello!")])
     down_task = task(
         {"judge_service_url": f"http://127.0.0.1:{refusing_port}", "timeout_s": 3}, "Hi?", "Hello."
@@ -107,6 +116,8 @@ async def main(url: str, refusing_port: str) -> dict[str, Any]:
         "retried": retried,
         "unscored": unscored,
         "single": single,
+        "options": options,
+        "bad_options": bad_options,
         "down": down,
         "plugin": type(first.plugged_judges()[0]).__name__,
         "default_scope": adapter.PROCESS_SCOPE,

@@ -27,7 +27,7 @@ def tokenizer() -> PreTrainedTokenizerFast:
     return word_tokenizer(WORDS)
 
 
-def config(url: str, manager: dict[str, Any], run_id: str) -> Any:
+def config(url: str, manager: dict[str, Any], run_id: str, **kwargs: Any) -> Any:
     return OmegaConf.create(
         {
             "reward": {
@@ -39,6 +39,7 @@ def config(url: str, manager: dict[str, Any], run_id: str) -> Any:
                         "run_id": run_id,
                         "fallback_score": -1.0,
                         "timeout_s": 60,
+                        **kwargs,
                     },
                 },
                 "reward_manager": manager,
@@ -106,6 +107,20 @@ async def main(url: str) -> dict[str, Any]:
         for t in TEXTS[:2]
     ]
     seen["by_extra_info"] = await asyncio.gather(*(naive.run_single(m) for m in members))
+    group_manager_config = {
+        "name": "JudgeGroupRewardManager",
+        "source": "importlib",
+        "module": {"path": ADAPTER},
+    }
+    chosen = config(url, group_manager_config, "verl-options", request_options={"decoding": "per_answer"})
+    options_manager = load_reward_manager(chosen, tok)
+    options = [item(tok, t, uid="u5", question="How do I print it?", extra={}) for t in TEXTS]
+    seen["options"] = await asyncio.gather(*(options_manager.run_single(i) for i in options))
+    try:
+        load_reward_manager(config(url, group_manager_config, "verl-bad", request_options={"seed": 1}), tok)
+        seen["bad_options"] = ""
+    except ValueError as exc:
+        seen["bad_options"] = str(exc)
     return seen
 
 

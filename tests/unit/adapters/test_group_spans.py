@@ -54,6 +54,18 @@ def test_request_options_are_checked_before_any_batch() -> None:
         request_options({"decoding": "sideways"})
 
 
+def test_request_options_sent_with_members_must_be_member_fields() -> None:
+    chosen = {"cascade": {"rule": "numbers", "judge": "ties"}, "min_members": 2}
+    with pytest.raises(ValueError, match="unknown request field"):  # min_members: a member field only
+        request_options(chosen, members=True)
+    assert request_options({"decoding": "per_answer"}, members=True) == {"decoding": "per_answer"}
+    with pytest.raises(ValueError, match="seed cannot be sent with each member"):
+        request_options({"seed": 3}, members=True)
+    assert request_options({"seed": 3}) == {"seed": 3}  # fine on whole groups
+    with pytest.raises(ValueError, match="cannot set deadline_s, group_size"):
+        request_options({"group_size": 4, "deadline_s": 1.0}, members=True)
+
+
 def test_request_options_go_into_every_group() -> None:
     options = GroupOptions(grader="jury", request={"jury": {"aggregate": "min"}})
     batch = prepare(["p", "p"], ["a", "b"], ["r", "r"], num_generations=2, options=options, step=0)
