@@ -19,9 +19,9 @@ import logging
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import ValidationError
+from pydantic import AfterValidator, Field, ValidationError
 
 from judge_service.client import AsyncJudgeClient, JudgeClient, RetryPolicy
 from judge_service.schemas import (
@@ -176,6 +176,18 @@ def request_options(options: Mapping[str, Any] | None, *, members: bool = False)
             problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:3])
             raise ValueError(f"request_options: {problems}") from None
     return fields
+
+
+def _member_options(options: dict[str, Any]) -> dict[str, Any]:
+    return request_options(options, members=True)
+
+
+# A config field of request options for adapters that send each answer as a member of its group.
+MemberRequestOptions = Annotated[
+    dict[str, Any],
+    AfterValidator(_member_options),
+    Field(description="Further request fields for every answer (cascade, jury, ...), checked on load."),
+]
 
 
 @dataclass

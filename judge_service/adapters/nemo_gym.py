@@ -32,14 +32,14 @@ from nemo_gym.base_resources_server import (
     SimpleResourcesServer,
 )
 from nemo_gym.judge import JudgeError
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field
 
 from judge_service.adapters.groups import (
+    MemberRequestOptions,
     answer_reason,
     as_conversation,
     clean,
     content_text,
-    request_options,
     score_components,
     shared_clients,
 )
@@ -55,14 +55,7 @@ class JudgeServiceConfig(BaseResourcesServerConfig):
     api_key: str | None = None
     timeout_s: float = Field(default=600.0, gt=0, description="Per /verify call, the group's wait included.")
     member_deadline_s: float | None = Field(default=None, gt=0)
-    request_options: dict[str, Any] = Field(
-        default_factory=dict, description="Further request fields for every answer (cascade, jury, ...)."
-    )
-
-    @field_validator("request_options")
-    @classmethod
-    def _checked(cls, options: dict[str, Any]) -> dict[str, Any]:
-        return request_options(options, members=True)
+    request_options: MemberRequestOptions = Field(default_factory=dict)
 
 
 class JudgeServiceVerifyRequest(BaseVerifyRequest):

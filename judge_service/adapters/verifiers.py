@@ -33,14 +33,14 @@ import uuid
 from typing import Any
 
 import verifiers.v1 as vf
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from judge_service.adapters.groups import (
+    MemberRequestOptions,
     answer_reason,
     as_conversation,
     clean,
     content_text,
-    request_options,
     score_components,
     shared_clients,
 )
@@ -63,14 +63,7 @@ class JudgeServiceJudgeConfig(vf.JudgeConfig):
     group_scope: str = ""
     timeout_s: float = Field(default=600.0, gt=0, description="Per rollout, the group's wait included.")
     member_deadline_s: float | None = Field(default=None, gt=0)
-    request_options: dict[str, Any] = Field(
-        default_factory=dict, description="Further request fields for every rollout (cascade, jury, ...)."
-    )
-
-    @field_validator("request_options")
-    @classmethod
-    def _checked(cls, options: dict[str, Any]) -> dict[str, Any]:
-        return request_options(options, members=True)
+    request_options: MemberRequestOptions = Field(default_factory=dict)
 
 
 class JudgeServiceJudge(vf.Judge[float, JudgeServiceJudgeConfig]):
