@@ -15,7 +15,11 @@ A trainer that timed out or lost its connection cannot know whether its group wa
   once always (the unique index on the key: a holder that lost its lease and saved second replays the
   winner's judgement).
 
-The hash is of the validated request in canonical JSON, so key order and whitespace do not matter.
+The hash is of the validated request in canonical JSON, so key order and whitespace do not matter, and
+without the fields at their defaults, so a field sent at its default is the same request as one left out,
+and a release that learns a new request field hashes the requests it knew as before. A judgement stored
+under another hash (by a release that hashed differently) still replays when its stored request is the
+same request by today's hash: a trainer retrying across an upgrade gets its judgement, not a 409.
 
 POST /v1/judge/batch takes a key too, one per group: group i is a request of its own under the key
 qualified by `group=i`. A retry of the batch replays the groups stored and judges the rest (those that
@@ -56,7 +60,7 @@ GradeFn = Callable[..., Awaitable[JudgeResponse]]  # JudgeService._grade(request
 
 
 def request_hash(request: JudgeRequest) -> str:
-    canonical = canonical_json(request.model_dump(mode="json"))
+    canonical = canonical_json(request.model_dump(mode="json", exclude_defaults=True))
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
@@ -153,7 +157,7 @@ class IdempotencyGuard:
         found = await self._store.get_by_idempotency_key(scoped.stored)
         if found is None:
             return None
-        if found.request_hash != digest:
+        if found.request_hash != digest and request_hash(found.judgement.request) != digest:
             raise _conflict(scoped, found.judgement.judgement_id)
         self._metrics.idempotent_replays.inc()
         return found.judgement.response()

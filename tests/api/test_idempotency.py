@@ -66,6 +66,35 @@ def test_the_same_request_in_another_json_layout_is_the_same_request(client: Tes
     assert again.json()["judgement_id"] == first.json()["judgement_id"]
 
 
+def test_fields_sent_at_their_defaults_are_the_same_request() -> None:
+    plain = JudgeRequest.model_validate(group(2))
+    spelled_out = JudgeRequest.model_validate(
+        group(2, jury=None, cascade=None, comparison=None, decoding=None, run_id=None, seed=None)
+    )
+    assert request_hash(spelled_out) == request_hash(plain)
+    assert request_hash(JudgeRequest.model_validate(group(2, seed=1))) != request_hash(plain)
+
+
+async def test_a_judgement_stored_under_an_older_hash_replays_the_same_request(tmp_path: Path) -> None:
+    """As a release that hashed requests with every field (and knew fewer fields) left it: the stored hash
+    matches nothing this release computes, yet the same request replays, and another one is still a 409."""
+    request = JudgeRequest.model_validate(group(2, run_id="upgrade"))
+    store = SqliteJudgementStore(tmp_path / "judgements.sqlite3")
+    await store.open()
+    try:
+        await store.save(stored("a" * 32, request), idempotency=IdempotencyKey("before-upgrade", "0" * 64))
+    finally:
+        await store.close()
+    backend = FakeBackend()
+    with make_client(tmp_path, backend) as c:
+        wait_ready(c)
+        again = c.post("/v1/judge", json=group(2, run_id="upgrade"), headers=key("before-upgrade"))
+        assert again.status_code == 200 and again.json()["judgement_id"] == "a" * 32
+        assert backend.requests == []  # replayed, not judged
+        other = c.post("/v1/judge", json=group(3, run_id="upgrade"), headers=key("before-upgrade"))
+        assert other.status_code == 409
+
+
 def test_the_same_key_with_another_request_is_409(client: TestClient) -> None:
     first = client.post("/v1/judge", json=group(2), headers=key("k-2")).json()
     response = client.post("/v1/judge", json=group(3), headers=key("k-2"))
