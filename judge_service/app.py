@@ -13,7 +13,6 @@ from fastapi import FastAPI
 from judge_service.api import health, quality, retention_routes, routes
 from judge_service.api.compat import router as compat
 from judge_service.api.errors import install_error_handlers
-from judge_service.api.middleware.access_log import AccessLog
 from judge_service.api.middleware.auth import ApiKeyAuth, public_paths
 from judge_service.api.middleware.drain import DrainGate, DrainState
 from judge_service.api.middleware.keys import KeyRing, ShareLimits, parse_keys
@@ -188,9 +187,7 @@ def create_app(
     app.state.shares = KeyShares()
     app.add_middleware(ApiKeyAuth, keys=keys, public_paths=public_paths(settings.metrics_public))
     app.add_middleware(DrainGate, state=drain, max_in_flight=settings.max_requests_in_flight)
-    if settings.access_log:
-        app.add_middleware(AccessLog)
-    app.add_middleware(RequestMetrics, metrics=metrics)
+    app.add_middleware(RequestMetrics, metrics=metrics, log_requests=settings.access_log)
     app.include_router(routes.router)
     app.include_router(pages.router)
     app.include_router(signin.router)

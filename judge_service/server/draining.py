@@ -78,7 +78,7 @@ def serve(settings: Settings, listen_fd: int | None = None) -> int:
         host=settings.host,
         port=settings.port,
         log_level="info",
-        access_log=False,  # the service writes its own, with the key's name (api/middleware/access_log.py)
+        access_log=False,  # the service writes its own, naming the key (api/middleware/request_metrics.py)
         # After the drain, connections still open (idle keep-alives) get this long to close.
         timeout_graceful_shutdown=max(1, math.ceil(settings.drain_timeout_s)),
     )

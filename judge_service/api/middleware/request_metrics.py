@@ -1,10 +1,19 @@
-"""Counts every HTTP response by route template and status: pure ASGI, so it adds no task or copy.
+"""Counts every HTTP response by route template, status and key name, and, when JUDGE_ACCESS_LOG is on,
+writes one access-log line per request naming the key that asked (never the key). Pure ASGI, one wrapper
+for both, so it adds no task or copy.
 
 (Starlette's BaseHTTPMiddleware would run each request through an extra task and a streaming wrapper,
 which cost about a fifth of the service's CPU per group in the capacity benchmark.)
+
+The access log is written here rather than by uvicorn, whose log knows nothing of API keys:
+`127.0.0.1:51234 "POST /v1/judge" 200 41.2ms key=trainer-a` (`key=-` without keys or on a public route).
+The query string is left out: it can hold what a person typed into a page.
 """
 
 from __future__ import annotations
+
+import logging
+import time
 
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -12,16 +21,20 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from judge_service.api.middleware.auth import caller_of
 from judge_service.metrics import JudgeMetrics
 
+access_log = logging.getLogger("judge_service.access")
+
 
 class RequestMetrics:
-    def __init__(self, app: ASGIApp, metrics: JudgeMetrics) -> None:
+    def __init__(self, app: ASGIApp, metrics: JudgeMetrics, *, log_requests: bool = False) -> None:
         self.app = app
         self.metrics = metrics
+        self.log_requests = log_requests
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        started = time.perf_counter()
         status = 500  # what the client sees if the app fails before starting a response
 
         async def recording_send(message: Message) -> None:
@@ -33,8 +46,19 @@ class RequestMetrics:
         try:
             await self.app(scope, receive, recording_send)
         finally:
-            key = caller_of(scope) or ""
-            self.metrics.requests.labels(endpoint=_endpoint(scope), status=str(status), key=key).inc()
+            key = caller_of(scope)
+            self.metrics.requests.labels(endpoint=_endpoint(scope), status=str(status), key=key or "").inc()
+            if self.log_requests:
+                client = scope.get("client")
+                access_log.info(
+                    '%s "%s %s" %d %.1fms key=%s',
+                    f"{client[0]}:{client[1]}" if client else "-",
+                    scope["method"],
+                    scope["path"],
+                    status,
+                    (time.perf_counter() - started) * 1000,
+                    key or "-",
+                )
 
 
 def _endpoint(scope: Scope) -> str:
