@@ -13,6 +13,7 @@ from fastapi import APIRouter, Query, Request
 from judge_service.api.compat import openrlhf, rft
 from judge_service.api.deps import AssemblyDep, RftRunnerDep, SharesDep
 from judge_service.api.middleware.auth import caller_of, principal_of
+from judge_service.api.middleware.keys import Scope
 from judge_service.errors import ConflictError, ForbiddenError, InvalidGroupError
 from judge_service.judging.rft.models import runs_python
 from judge_service.judging.rft.run import GraderConfigError, PythonNotAllowed
@@ -73,19 +74,37 @@ async def openrlhf_rewards(
 async def run_grader(
     body: rft.GraderRunRequest, http: Request, runner: RftRunnerDep, shares: SharesDep
 ) -> dict[str, Any]:
-    if runs_python(body.grader) and not runner.allow_python:
-        raise ForbiddenError(str(PythonNotAllowed()))
+    _check_python(body.grader, http, runner.allow_python)
     async with shares.hold(principal_of(http.scope), 1):
         outcome = await runner.run(body.grader, body.model_sample, body.item or {})
     return rft.run_reply(body.grader, outcome)
 
 
 @fine_tuning.post("/validate", summary="Check an RFT grader config without running it")
-async def validate_grader(body: rft.GraderValidateRequest, runner: RftRunnerDep) -> dict[str, Any]:
+async def validate_grader(
+    body: rft.GraderValidateRequest, http: Request, runner: RftRunnerDep
+) -> dict[str, Any]:
+    _check_python(body.grader, http, runner.allow_python)
     try:
-        runner.validate(body.grader)
+        await runner.validate(body.grader)
     except PythonNotAllowed as exc:
         raise ForbiddenError(str(exc)) from exc
     except GraderConfigError as exc:
         raise InvalidGroupError(str(exc), details={"flag": exc.flag}) from exc
     return {"grader": body.grader.model_dump(mode="json", exclude_none=True)}
+
+
+def _check_python(grader: Any, http: Request, allowed: bool) -> None:
+    """Inline python is code of the caller's: the operator must allow it, and the key must hold the
+    `python` scope (or `admin`), which a trainer's `judge` key does not. Keys off: allowed is enough."""
+    if not runs_python(grader):
+        return
+    if not allowed:
+        raise ForbiddenError(str(PythonNotAllowed()))
+    principal = principal_of(http.scope)
+    if principal is not None and not (principal.may(Scope.PYTHON) or principal.may(Scope.ADMIN)):
+        raise ForbiddenError(
+            f"the key {principal.name!r} lacks the scope 'python' that python graders need (their source "
+            "is code, run in the sandbox); use a key with the python or admin scope (JUDGE_API_KEYS_FILE)",
+            details={"scope": "python", "key": principal.name},
+        )

@@ -46,6 +46,7 @@ class Scope(StrEnum):
     READ = "read"  # GET routes and the run pages
     LABEL = "label"  # a person's labels
     ADMIN = "admin"  # regrade, calibration, agreement, rubric edits, pruning
+    PYTHON = "python"  # inline python graders: code of the caller's, run in the sandbox
 
 
 ALL_SCOPES = frozenset(Scope)

@@ -36,7 +36,7 @@ class Pinned:
 async def load_code_grader(spec: CodeGraderSpec, pool: WorkerPool, metrics: JudgeMetrics) -> CodeGrader:
     """Import the function in a worker and pin its source. ValueError naming the grader when it cannot."""
     try:
-        described = await pool.describe({"module": spec.module, "function": spec.function})
+        described = await pool.describe({"module": spec.module, "function": spec.function}, spec.limits)
     except LookupError as exc:
         raise ValueError(f"code grader {spec.name!r} ({spec.target}): {exc}") from exc
     pinned = Pinned(described["source_sha256"], described["version"], described["is_async"])
@@ -85,7 +85,7 @@ class CodeGrader:
                 self.pinned.source_sha256,
                 [[_group_argument(group, item)]],
                 timeout_s=spec.timeout_s,
-                memory_mb=spec.memory_mb,
+                limits=spec.limits,
             )
             grades = self._group_grades(group, result)
         else:
@@ -94,7 +94,7 @@ class CodeGrader:
                 self.pinned.source_sha256,
                 [_arguments(spec.signature, answer.text, group.reference, item) for answer in group.answers],
                 timeout_s=spec.timeout_s,
-                memory_mb=spec.memory_mb,
+                limits=spec.limits,
             )
             grades = {
                 answer.id: self._answer_grade(result)

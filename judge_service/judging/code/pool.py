@@ -1,11 +1,18 @@
-"""A pool of worker processes (worker.py) that run graders written as code, never on the event loop.
+"""A pool of worker processes (worker.py) that run graders written as code, never on the event loop, each
+worker in the sandbox (sandbox.py).
 
-Isolation, per answer: every call has a timeout and a memory cap; a call that raises, hangs past its
-timeout, exhausts its memory or kills its worker (os.abort, a segfault) fails that call alone, with an
-error that says which (`grader_error`, `grader_timeout`, `grader_memory`, `grader_crashed`). A worker that
-hung or died is killed with its whole process group (a grader may start processes of its own) and
-replaced at once; the calls after the failed one go to a fresh worker. The pool reads replies on the event
-loop through pipes, so a busy or hung worker costs other requests nothing but its own slot.
+A worker serves one grader with that grader's limits (a `Binding`): it is started for it, reused only for
+it, and when the pool is full an idle worker of another grader makes way. So one grader's code never runs
+in a process another grader's calls pass through, and each grader's hard limits are its own. A pool made
+with `reuse=False` (inline python) runs every call in a fresh worker.
+
+Isolation, per answer: every call has a timeout, and the worker's hard limits; a call that raises, hangs
+past its timeout, exhausts its memory or kills its worker (os.abort, a segfault) fails that call alone,
+with an error that says which (`grader_error`, `grader_timeout`, `grader_memory`, `grader_crashed`). A
+worker that hung, died, or sent a reply over MAX_REPLY_BYTES (refused before it is read) is killed with
+everything it started and replaced at once; the calls after the failed one go to a fresh worker. The pool
+reads replies on the event loop through pipes, so a busy or hung worker costs other requests nothing but
+its own slot.
 
 One group's calls go to one worker in one message (a round trip per group, not per answer); each reply is
 awaited with the call's own timeout. A call still running after min(STALL_S, timeout / 4) stops counting
@@ -22,18 +29,34 @@ import logging
 import os
 import signal
 import struct
-import sys
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from judge_service.judging.code.sandbox import Launch, Sandbox, WorkerLimits
+from judge_service.judging.code.worker import MAX_REPLY_BYTES
+
 log = logging.getLogger(__name__)
 
 _HEADER = struct.Struct(">I")
-_MAX_REPLY_BYTES = 64 * 2**20
 STALL_S = 1.0
-WORKER_MODULE = "judge_service.judging.code.worker"
-POOL_PID_ENV = "JUDGE_CODE_POOL_PID"
+
+
+@dataclass(frozen=True)
+class Binding:
+    """The one grader a worker serves, and its limits."""
+
+    target: tuple[tuple[str, str], ...]
+    limits: WorkerLimits
+
+    @classmethod
+    def of(cls, target: dict[str, str], limits: WorkerLimits) -> Binding:
+        return cls(tuple(sorted(target.items())), limits)
+
+    @property
+    def modules(self) -> tuple[str, ...]:
+        module = dict(self.target).get("module")
+        return (module,) if module else ()
 
 
 @dataclass(frozen=True)
@@ -57,30 +80,35 @@ class WorkerLost(Exception):
     """The worker stopped answering: it died, or was killed after a timeout."""
 
 
+class ReplyTooLarge(Exception):
+    """The worker announced a reply over MAX_REPLY_BYTES; it is not read, and the worker is lost."""
+
+
 class _Worker:
-    def __init__(self, process: asyncio.subprocess.Process) -> None:
+    def __init__(self, process: asyncio.subprocess.Process, binding: Binding, launch: Launch) -> None:
         self.process = process
+        self.binding = binding
+        self.launch = launch
+        self.retiring = False  # it asked for a fresh worker to take its place (worker.py)
         assert process.stdin is not None and process.stdout is not None
         self._inbox = process.stdin
         self._outbox = process.stdout
 
     @classmethod
-    async def start(cls) -> _Worker:
-        env = dict(os.environ)
-        # The worker imports graders from where the service does (a module beside the service's cwd too).
-        env["PYTHONPATH"] = os.pathsep.join(path or os.getcwd() for path in sys.path)
-        env[POOL_PID_ENV] = str(os.getpid())  # the worker stops with its whole group once this is gone
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            WORKER_MODULE,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            env=env,
-            start_new_session=True,  # its own process group: killed whole, with what the grader started
-            limit=_MAX_REPLY_BYTES,
-        )
-        return cls(process)
+    async def start(cls, sandbox: Sandbox, binding: Binding) -> _Worker:
+        launch = sandbox.launch(binding.limits, binding.modules)
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *launch.command,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                env=launch.env,
+                start_new_session=True,  # its own process group: killed whole, with what the grader started
+            )
+        except BaseException:
+            sandbox.release(launch)
+            raise
+        return cls(process, binding, launch)
 
     @property
     def alive(self) -> bool:
@@ -99,35 +127,53 @@ class _Worker:
             async with asyncio.timeout(timeout_s):
                 header = await self._outbox.readexactly(_HEADER.size)
                 (size,) = _HEADER.unpack(header)
+                if size > MAX_REPLY_BYTES:
+                    raise ReplyTooLarge(
+                        f"the grader's reply was {size} bytes; a reply may be at most {MAX_REPLY_BYTES}"
+                    )
                 body = await self._outbox.readexactly(size)
         except asyncio.IncompleteReadError as exc:
             raise WorkerLost(await self._death()) from exc
-        return json.loads(body)
+        reply: dict[str, Any] = json.loads(body)
+        self.retiring = self.retiring or bool(reply.get("retire"))
+        return reply
 
     async def _death(self) -> str:
         code = await self.process.wait()
-        if code < 0:
+        # A signal ends a plain worker with -N; bwrap reports its command's death by signal N as 128 + N.
+        signalled = -code if code < 0 else code - 128 if code > 128 else None
+        if signalled is not None:
             try:
-                name = signal.Signals(-code).name
+                name = signal.Signals(signalled).name
             except ValueError:
-                name = f"signal {-code}"
+                name = f"signal {signalled}"
             return f"the grader's worker process died ({name})"
         return f"the grader's worker process exited with status {code}"
 
-    async def kill(self) -> None:
+    async def kill(self, sandbox: Sandbox) -> None:
         if self.alive:
             with contextlib.suppress(ProcessLookupError):  # it died between the check and the kill
                 os.killpg(self.process.pid, signal.SIGKILL)
         await self.process.wait()
+        sandbox.release(self.launch)
 
 
 class WorkerPool:
-    """At most `size` workers, started on first use and replaced when one is lost."""
+    """At most `size` workers, each started for one grader on first use and replaced when one is lost."""
 
-    def __init__(self, size: int, on_replace: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        size: int,
+        sandbox: Sandbox | None = None,
+        *,
+        reuse: bool = True,
+        on_replace: Callable[[], None] | None = None,
+    ) -> None:
         if size < 1:
             raise ValueError("a worker pool needs at least one worker")
         self._size = size
+        self._sandbox = sandbox or Sandbox()
+        self._reuse = reuse
         self._idle: list[_Worker] = []
         self._live = 0
         self._stalled = 0  # workers whose call has run past its stall time (_reply)
@@ -141,14 +187,17 @@ class WorkerPool:
     def size(self) -> int:
         return self._size
 
-    async def describe(self, target: dict[str, str], timeout_s: float = 60.0) -> dict[str, Any]:
-        """Import the grader in a worker: its source hash, version and whether it is async. LookupError
-        with the worker's message when it cannot be loaded."""
-        worker = await self._acquire()
+    async def describe(
+        self, target: dict[str, str], limits: WorkerLimits, timeout_s: float = 60.0
+    ) -> dict[str, Any]:
+        """Import the grader in a worker of its own: its source hash, version and whether it is async.
+        LookupError with the worker's message when it cannot be loaded. The worker stays, warm."""
+        binding = Binding.of(target, limits)
+        worker = await self._acquire(binding)
         try:
             await worker.send({"op": "describe", "target": target})
             reply = await worker.receive(timeout_s)
-        except (TimeoutError, WorkerLost) as exc:
+        except (TimeoutError, WorkerLost, ReplyTooLarge) as exc:
             await self._lose(worker)
             raise LookupError(f"loading the grader failed: {exc or 'timed out'}") from exc
         self._release(worker)
@@ -163,20 +212,15 @@ class WorkerPool:
         calls: Sequence[list[Any]],
         *,
         timeout_s: float,
-        memory_mb: int,
+        limits: WorkerLimits,
     ) -> list[CallResult]:
         """Run `calls` (each a list of positional arguments) in order; one result per call."""
+        binding = Binding.of(target, limits)
         results: list[CallResult] = []
         while len(results) < len(calls):
             pending = list(calls[len(results) :])
-            worker = await self._acquire()
-            message = {
-                "op": "call",
-                "target": target,
-                "sha256": sha256,
-                "calls": pending,
-                "memory_mb": memory_mb,
-            }
+            worker = await self._acquire(binding)
+            message = {"op": "call", "target": target, "sha256": sha256, "calls": pending}
             try:
                 await worker.send(message)
                 for _ in pending:
@@ -191,6 +235,10 @@ class WorkerPool:
                 results.append(
                     CallResult.failed("grader_timeout", f"the grader took longer than {timeout_s:g} s")
                 )
+                continue
+            except ReplyTooLarge as exc:
+                await self._lose(worker)
+                results.append(CallResult.failed("grader_invalid_result", str(exc)))
                 continue
             except WorkerLost as exc:
                 await self._lose(worker)
@@ -226,36 +274,45 @@ class WorkerPool:
             if change > 0:
                 self._available.notify()
 
-    async def _acquire(self) -> _Worker:
+    async def _acquire(self, binding: Binding) -> _Worker:
         async with self._available:
             while True:
                 if self._closed:
                     raise RuntimeError("the code grader pool is closed")
-                while self._idle:
-                    worker = self._idle.pop()
-                    if worker.alive:
-                        return worker
-                    self._live -= 1  # died while idle
+                self._drop_dead()
+                mine = next((w for w in self._idle if w.binding == binding), None)
+                if mine is not None:
+                    self._idle.remove(mine)
+                    return mine
                 if self._live < self._size + min(self._stalled, self._size):
                     self._live += 1
                     break
+                if self._idle:  # full of other graders' idle workers: the oldest makes way
+                    self._spawn(self._idle.pop(0).kill(self._sandbox))
+                    break  # its slot passes to the new worker
                 await self._available.wait()
         try:
-            return await _Worker.start()
+            return await _Worker.start(self._sandbox, binding)
         except BaseException:
             async with self._available:
                 self._live -= 1
                 self._available.notify()
             raise
 
+    def _drop_dead(self) -> None:
+        for worker in [w for w in self._idle if not w.alive]:
+            self._idle.remove(worker)
+            self._live -= 1
+            self._spawn(worker.kill(self._sandbox))  # reaped, its user released
+
     def _over_capacity(self) -> bool:
         """More workers than the size allows now that the stalled calls that made room have ended."""
         return self._live > self._size + min(self._stalled, self._size)
 
     def _release(self, worker: _Worker) -> None:
-        if self._closed or self._over_capacity():
+        if self._closed or self._over_capacity() or not self._reuse or worker.retiring:
             self._live -= 1
-            self._spawn(worker.kill())
+            self._spawn(worker.kill(self._sandbox))
         else:
             self._idle.append(worker)
         self._spawn(self._notify())
@@ -270,19 +327,19 @@ class WorkerPool:
             self._available.notify()
 
     async def _lose(self, worker: _Worker) -> None:
-        """Kill a worker that hung or died and start its replacement in its slot."""
-        await worker.kill()
+        """Kill a worker that hung or died and start its replacement in its slot (a reusing pool)."""
+        await worker.kill(self._sandbox)
         self.replaced += 1
         if self._on_replace is not None:
             self._on_replace()
         log.warning("a code grader worker was lost and is replaced (%d so far)", self.replaced)
-        if self._closed or self._over_capacity():  # its slot was an extra one, made while calls stalled
+        if self._closed or self._over_capacity() or not self._reuse:
             async with self._available:
                 self._live -= 1
                 self._available.notify()
             return
         try:
-            fresh = await _Worker.start()
+            fresh = await _Worker.start(self._sandbox, worker.binding)
         except Exception:
             log.exception("starting a code grader worker failed")
             async with self._available:
@@ -291,14 +348,6 @@ class WorkerPool:
             return
         self._release(fresh)
 
-    async def fill(self) -> None:
-        """Start every worker now (the service's start), instead of on first use."""
-        started = []
-        for _ in range(self._size):
-            started.append(await self._acquire())
-        for worker in started:
-            self._release(worker)
-
     def alive_workers(self) -> int:
         """Workers started and not lost (idle or busy)."""
         return self._live
@@ -306,7 +355,8 @@ class WorkerPool:
     async def close(self) -> None:
         self._closed = True
         idle, self._idle = self._idle, []
-        await asyncio.gather(*(worker.kill() for worker in idle))
+        await asyncio.gather(*(worker.kill(self._sandbox) for worker in idle))
+        await asyncio.gather(*list(self._background), return_exceptions=True)
         async with self._available:
             self._available.notify_all()
 

@@ -3,7 +3,10 @@
 The setting is a JSON list, inline or in a file (its path):
 
   [{"name": "support_facts", "target": "my_graders.support:grade", "signature": "rft",
-    "timeout_s": 5, "memory_mb": 256}]
+    "timeout_s": 5, "memory_mb": 256, "processes": 32, "file_mb": 64, "network": false, "env": []}]
+
+Each grader runs in workers of its own, in the sandbox (sandbox.py), with these hard limits; `env` names
+the service's environment variables it is given (it sees no others), `network` lets it connect out.
 
 Signatures (what the function is given, per answer unless `group`):
   rft    grade(sample, item) -> float; sample = {"output_text": answer, "output_json": the answer parsed
@@ -26,6 +29,9 @@ from typing import Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
+from judge_service.judging.code.sandbox import WorkerLimits
+from judge_service.redaction import describe_invalid
+
 Signature = Literal["rft", "verl", "group"]
 GRADER_NAME_PATTERN = r"^[a-z][a-z0-9_\-]{0,63}$"
 
@@ -40,7 +46,17 @@ class CodeGraderSpec(BaseModel):
     )
     signature: Signature = "rft"
     timeout_s: float = Field(default=10.0, gt=0, le=600, description="Per call (per answer; per group).")
-    memory_mb: int = Field(default=512, ge=16, le=65_536, description="Memory one call may add.")
+    memory_mb: int = Field(
+        default=512, ge=16, le=65_536, description="Address space the worker may add, its imports included."
+    )
+    processes: int = Field(default=32, ge=2, le=4096, description="Processes and threads, the worker's own.")
+    file_mb: int = Field(default=64, ge=1, le=65_536, description="The largest file, and the size of /tmp.")
+    network: bool = Field(default=False, description="Whether the grader may open network connections.")
+    env: tuple[str, ...] = Field(
+        default=(),
+        max_length=64,
+        description="Names of the service's environment variables the grader is given (no others are).",
+    )
     score_range: tuple[float, float] = Field(
         default=(0.0, 1.0), description="What the function returns for the worst and the best answer."
     )
@@ -53,6 +69,16 @@ class CodeGraderSpec(BaseModel):
                 f"score_range must be [lowest, highest] with lowest < highest, got {low}, {high}"
             )
         return self
+
+    @property
+    def limits(self) -> WorkerLimits:
+        return WorkerLimits(
+            memory_mb=self.memory_mb,
+            processes=self.processes,
+            file_mb=self.file_mb,
+            network=self.network,
+            env=self.env,
+        )
 
     @property
     def module(self) -> str:
@@ -107,7 +133,8 @@ def named_list(setting: str, variable: str, specs: TypeAdapter[list[N]], what: s
     try:
         parsed = specs.validate_python(raw)
     except ValidationError as exc:
-        raise ValueError(f"{source}: {exc}") from exc
+        # Not pydantic's own text, nor chained to it: that quotes each entry given, api_key included.
+        raise ValueError(f"{source}: {describe_invalid(exc)}") from None
     names = [entry.name for entry in parsed]
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:

@@ -6,16 +6,21 @@ holds: each message is a 4-byte big-endian length and a JSON object. The pool se
 and reads every reply before the next:
 
   {"op": "describe", "target": T}        -> {"ok": true, "source_sha256", "version", "is_async"} | error
-  {"op": "call", "target": T, "sha256": H, "calls": [args, ...], "memory_mb": M}
+  {"op": "call", "target": T, "sha256": H, "calls": [args, ...]}
                                          -> one reply per call, in order: {"ok": true, "value": V} | error
   error: {"ok": false, "error": "grader_error" | "grader_memory" | "grader_changed" | "grader_load",
           "message": "..."}
 
 T is {"module": "pkg.mod", "function": "name"} (a function in an importable module) or {"source": "..."}
-(inline source defining `grade`). Before each call the worker's address space may grow by at most M MiB
-(RLIMIT_AS, set and lifted around the call): a grader that allocates more gets MemoryError, reported as
-`grader_memory`. What user code prints goes to stderr: stdout carries the protocol. A worker whose
-service is gone kills its own process group (watch_service).
+(inline source defining `grade`). A worker serves one grader: the pool starts it for that grader, in the
+sandbox (sandbox.py), with its limits as the one argument `memory_mb,processes,file_mb,cpu_s`. They are
+set as hard limits before the first message is read, so before any grader code runs: the address space may
+grow by `memory_mb` (a grader that allocates more gets MemoryError, reported as `grader_memory`), at most
+`processes` processes and threads, no file over `file_mb`, `cpu_s` CPU seconds in all. A reply over
+MAX_REPLY_BYTES is not sent (`grader_invalid_result`); a reply may carry `"retire": true`, asking the pool
+for a fresh worker (past half its CPU time, or after running out of memory). What user code prints goes to
+stderr: stdout carries the protocol. A worker whose service is gone (its request pipe closed) ends itself
+and its process group at once, busy or not (watch_service).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import json
 import math
 import os
 import resource
+import select
 import signal
 import struct
 import sys
@@ -36,6 +42,7 @@ from typing import Any, BinaryIO
 
 _HEADER = struct.Struct(">I")
 _PAGE = os.sysconf("SC_PAGE_SIZE")
+MAX_REPLY_BYTES = 2**20  # a score and its explanation fields; the pool refuses to read more
 
 
 def read_message(stream: BinaryIO) -> dict[str, Any] | None:
@@ -48,6 +55,8 @@ def read_message(stream: BinaryIO) -> dict[str, Any] | None:
 
 def write_message(stream: BinaryIO, message: dict[str, Any]) -> None:
     body = json.dumps(message, default=_jsonable, allow_nan=False).encode()
+    if len(body) > MAX_REPLY_BYTES:
+        raise ValueError(f"it is {len(body)} bytes as JSON; a reply may be at most {MAX_REPLY_BYTES}")
     stream.write(_HEADER.pack(len(body)) + body)
     stream.flush()
 
@@ -130,23 +139,39 @@ def _address_space() -> int:
         return int(statm.read().split()[0]) * _PAGE
 
 
-def call_capped(function: Callable[..., Any], args: list[Any], memory_mb: int) -> Any:
-    """Call with the address space capped at what it is now plus `memory_mb`; what the call returns is
-    awaited when it is awaitable (an async grader, or one wrapped by a decorator)."""
-    _, hard = resource.getrlimit(resource.RLIMIT_AS)
-    cap = _address_space() + memory_mb * 2**20
-    if hard != resource.RLIM_INFINITY:
-        cap = min(cap, hard)
-    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
-    try:
-        result = function(*args)
-        if hasattr(result, "__await__"):
-            import asyncio  # only for async graders: with inspect, most of a worker's start-up time
+def apply_limits(argument: str) -> None:
+    """The worker's hard limits (module docstring), lowered for good: no process of this worker's user
+    may raise a hard limit again."""
+    memory_mb, processes, file_mb, cpu_s = (int(part) for part in argument.split(","))
+    hard = {
+        resource.RLIMIT_AS: _address_space() + memory_mb * 2**20,
+        resource.RLIMIT_NPROC: processes,
+        resource.RLIMIT_FSIZE: file_mb * 2**20,
+        resource.RLIMIT_CPU: cpu_s,
+        resource.RLIMIT_CORE: 0,
+    }
+    for kind, limit in hard.items():
+        resource.setrlimit(kind, (limit, limit))
 
-            return asyncio.run(_awaited(result))
-        return result
-    finally:
-        resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
+
+def past_half_cpu() -> bool:
+    """Retire before the CPU limit ends the worker mid-call."""
+    _, limit = resource.getrlimit(resource.RLIMIT_CPU)
+    if limit == resource.RLIM_INFINITY:
+        return False
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime > limit / 2
+
+
+def call(function: Callable[..., Any], args: list[Any]) -> Any:
+    """Call; what the call returns is awaited when it is awaitable (an async grader, or one wrapped by a
+    decorator)."""
+    result = function(*args)
+    if hasattr(result, "__await__"):
+        import asyncio  # only for async graders: with inspect, most of a worker's start-up time
+
+        return asyncio.run(_awaited(result))
+    return result
 
 
 async def _awaited(awaitable: Any) -> Any:
@@ -207,32 +232,36 @@ def serve(inbox: BinaryIO, outbox: BinaryIO) -> None:
             continue
         for args in calls:
             try:
-                reply = _checked(call_capped(loaded.function, args, message["memory_mb"]))
+                reply = _checked(call(loaded.function, args))
             except BaseException as exc:
                 reply = _raised(exc)
+            if reply.get("error") == "grader_memory" or past_half_cpu():
+                reply["retire"] = True
             try:
                 write_message(outbox, reply)
             except (TypeError, ValueError) as exc:
-                write_message(outbox, _error("grader_invalid_result", f"the result is not JSON: {exc}"))
+                write_message(outbox, _error("grader_invalid_result", f"the result cannot be sent: {exc}"))
 
 
-def watch_service(poll_s: float = 0.5) -> None:
-    """Kill this worker's process group (what its grader started with it) once the service that started it
-    is gone. An idle worker sees its pipe close and returns; this is for one busy in a grader that never
-    ends, which nothing would stop once the service that would time it out is dead."""
-    service = int(os.environ.get("JUDGE_CODE_POOL_PID") or os.getppid())
+def watch_service(inbox: BinaryIO) -> None:
+    """End this worker's process group once the service is gone: its end of the request pipe closes,
+    which poll() reports even while a grader is busy and the pipe unread. An idle worker would see the
+    pipe close anyway; this is for one busy in a grader that never ends. In the sandbox, the kernel then
+    ends every process in the worker's PID namespace too, detached or not."""
+    poller = select.poll()
+    poller.register(inbox.fileno(), 0)  # POLLHUP and POLLERR are reported whatever is asked for
 
     def watch() -> None:
-        pause = threading.Event()
-        while os.getppid() == service:
-            pause.wait(poll_s)
+        while not poller.poll():
+            pass
         os.killpg(0, signal.SIGKILL)
 
     threading.Thread(target=watch, name="service-watch", daemon=True).start()
 
 
 def main() -> None:
-    watch_service()
+    apply_limits(sys.argv[1])
+    watch_service(sys.stdin.buffer)
     # The protocol gets stdout's pipe; what user code prints goes to stderr instead.
     outbox = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)

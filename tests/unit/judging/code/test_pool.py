@@ -10,9 +10,11 @@ from collections.abc import AsyncIterator
 import pytest
 
 from judge_service.judging.code.pool import WorkerPool
+from judge_service.judging.code.sandbox import WorkerLimits
 
 HANGS = {"module": "tests.code_graders", "function": "hangs"}
 TRIVIAL = {"module": "tests.code_graders", "function": "trivial"}
+LIMITS = WorkerLimits(memory_mb=64)
 
 
 def _sample(text: str) -> list[object]:
@@ -27,11 +29,10 @@ async def pool() -> AsyncIterator[WorkerPool]:
 
 
 async def test_a_hung_call_does_not_hold_back_other_graders(pool: WorkerPool) -> None:
-    await pool.fill()
-    hung = asyncio.create_task(pool.call(HANGS, None, [_sample("hang")], timeout_s=4, memory_mb=64))
+    hung = asyncio.create_task(pool.call(HANGS, None, [_sample("hang")], timeout_s=4, limits=LIMITS))
     await asyncio.sleep(0.1)
     started = time.perf_counter()
-    (result,) = await pool.call(TRIVIAL, None, [_sample("x")], timeout_s=4, memory_mb=64)
+    (result,) = await pool.call(TRIVIAL, None, [_sample("x")], timeout_s=4, limits=LIMITS)
     waited = time.perf_counter() - started
     assert result.ok and result.value == 1.0
     assert waited < 3.0, f"the trivial call waited {waited:.1f} s behind the hung one"  # stall after 1 s
@@ -43,18 +44,18 @@ async def test_a_hung_call_does_not_hold_back_other_graders(pool: WorkerPool) ->
 
 
 async def test_a_cancelled_call_kills_its_worker_and_the_pool_goes_on(pool: WorkerPool) -> None:
-    hung = asyncio.create_task(pool.call(HANGS, None, [_sample("hang")], timeout_s=60, memory_mb=64))
+    hung = asyncio.create_task(pool.call(HANGS, None, [_sample("hang")], timeout_s=60, limits=LIMITS))
     await asyncio.sleep(0.5)
     hung.cancel()
     with pytest.raises(asyncio.CancelledError):
         await hung
     assert pool.replaced == 1
-    (result,) = await pool.call(TRIVIAL, None, [_sample("x")], timeout_s=5, memory_mb=64)
+    (result,) = await pool.call(TRIVIAL, None, [_sample("x")], timeout_s=5, limits=LIMITS)
     assert result.ok
 
 
 async def test_calls_after_a_failure_go_to_a_fresh_worker(pool: WorkerPool) -> None:
     calls = [_sample("fine"), _sample("hang"), _sample("fine too")]
-    results = await pool.call(HANGS, None, calls, timeout_s=1, memory_mb=64)
+    results = await pool.call(HANGS, None, calls, timeout_s=1, limits=LIMITS)
     assert [r.ok for r in results] == [True, False, True]
     assert results[1].error == "grader_timeout" and pool.replaced == 1
