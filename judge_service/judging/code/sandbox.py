@@ -151,7 +151,8 @@ class Sandbox:
         shown = [*_prefixes(), *(origin for _, origin in map(_import_root, (WORKER_MODULE, *modules)))]
         shown += self.paths
         etc = _ETC_ALWAYS + (_ETC_NETWORK if limits.network else ())
-        command = ["bwrap", "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc"]
+        bwrap = shutil.which("bwrap") or "bwrap"  # found on the service's PATH, not the worker's
+        command = [bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc"]
         command += ["--unshare-uts", "--unshare-cgroup-try"]
         if not limits.network:
             command.append("--unshare-net")
