@@ -239,7 +239,7 @@ def _editable_spec(top: str) -> importlib.machinery.ModuleSpec | None:
         with contextlib.suppress(Exception):
             spec = find(top, None)
             if spec is not None:
-                return spec  # type: ignore[no-any-return]
+                return spec
     return None
 
 

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -111,7 +111,7 @@ async def test_files_are_capped_in_size(fresh: WorkerPool) -> None:
 
 
 @pytest.fixture
-def listener() -> AsyncIterator[int]:
+def listener() -> Iterator[int]:
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen()
@@ -239,23 +239,33 @@ from judge_service.judging.code.sandbox import Sandbox, WorkerLimits
 
 async def main():
     pool = WorkerPool(1, Sandbox(), reuse=False)
-    source = "def grade(sample, item):\\n" + "".join("    " + line + "\\n" for line in sys.argv[1].splitlines())
-    await pool.call({"source": source}, None, [[{"output_text": "x"}, {}]], timeout_s=600, limits=WorkerLimits())
+    body = "".join("    " + line + "\\n" for line in sys.argv[1].splitlines())
+    target = {"source": "def grade(sample, item):\\n" + body}
+    await pool.call(target, None, [[{"output_text": "x"}, {}]], timeout_s=600, limits=WorkerLimits())
 
 asyncio.run(main())
 """
 
 
-async def test_a_detached_descendant_ends_with_the_service(tmp_path: Path) -> None:
+def _until_now(condition: object, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():  # type: ignore[operator]
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_a_detached_descendant_ends_with_the_service() -> None:
     marker = f"{time.time_ns() % 10**6}.32"
     service = subprocess.Popen(
         [sys.executable, "-c", SERVICE, ESCAPE.format(marker=marker)], cwd=REPO, start_new_session=True
     )
     try:
-        assert await _until(lambda: _escaped(marker), 10), "the grader never started its detached process"
+        assert _until_now(lambda: _escaped(marker), 10), "the grader never started its detached process"
         service.kill()  # the service dies at once, with no chance to clean up
         service.wait(5)
-        assert await _until(lambda: not _escaped(marker), 5), "a detached process outlived the service"
+        assert _until_now(lambda: not _escaped(marker), 5), "a detached process outlived the service"
     finally:
         if service.poll() is None:
             os.killpg(service.pid, 9)
@@ -349,7 +359,7 @@ async def test_a_host_without_bubblewrap_is_told_which_setting_accepts_less(
     bwrap = tmp_path / "bwrap"
     bwrap.write_text("#!/bin/sh\necho 'bwrap: No permissions to creating new namespace' >&2\nexit 1\n")
     bwrap.chmod(0o755)
-    with pytest.raises(SandboxUnavailable, match="No permissions.*JUDGE_CODE_SANDBOX=process"):
+    with pytest.raises(SandboxUnavailable, match=r"No permissions.*JUDGE_CODE_SANDBOX=process"):
         await Sandbox().check()
     await Sandbox(Isolation.PROCESS).check()  # the weaker isolation needs nothing
 
