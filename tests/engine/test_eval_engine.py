@@ -1,5 +1,5 @@
-"""`judge-service eval` on the embedded judge: three GSM8K groups (the labelled public file, read from
-../shared/data) through the real engine, the report complete whatever the small judge's marks are."""
+"""`judge-service eval` on the embedded judge: three GSM8K groups (an excerpt of the labelled public file,
+in tests/data) through the real engine, the report complete whatever the small judge's marks are."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The eval data formats: the labelled JSONL, and the GSM8K model-solutions converter on real lines of the
-labelled public file (read from ../shared/data, never copied into the project)."""
+labelled public file (an excerpt in tests/data, with its source and licence)."""
 
 from __future__ import annotations
 
@@ -11,13 +11,7 @@ import pytest
 from judge_service.schemas import JudgeRequest
 from judge_service.tools.eval_data import read_groups
 
-GSM8K = (
-    Path(__file__).resolve().parents[4]
-    / "shared"
-    / "data"
-    / "gsm8k-model-solutions"
-    / "example_model_solutions.dev.jsonl"
-)
+GSM8K = Path(__file__).resolve().parents[2] / "data" / "gsm8k-model-solutions" / "excerpt.jsonl"
 
 
 def test_the_gsm8k_converter_reads_real_lines() -> None:

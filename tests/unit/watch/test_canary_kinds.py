@@ -1,5 +1,5 @@
-"""Canary texts built from real groups (the GSM8K model-solutions file in ../shared/data, never copied
-into the project) and from groups without a figure."""
+"""Canary texts built from real groups (an excerpt of the GSM8K model-solutions file, in tests/data) and
+from groups without a figure."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from judge_service.schemas import CANARY_KINDS, MAX_TEXT_CHARS, ChatMessage, JudgeRequest
 from judge_service.tools.eval_data import read_groups
 from judge_service.watch.canary_kinds import INJECTIONS, OPENERS, REFUSALS, build, padded, twisted
-from tests.unit.tools.test_eval_data import GSM8K  # the labelled file in ../shared/data
+from tests.unit.tools.test_eval_data import GSM8K  # an excerpt of the labelled file, in tests/data
 
 
 def real_groups(n: int = 20) -> list[JudgeRequest]:
