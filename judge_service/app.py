@@ -38,6 +38,8 @@ from judge_service.judging.registry import GraderRegistry
 from judge_service.judging.rft.grader import RftConfigGrader, parse_rft_graders
 from judge_service.judging.rft.model import ModelGrading
 from judge_service.judging.rft.run import GraderConfigError, RftRunner
+from judge_service.judging.rft.template_pool import TemplateLimits
+from judge_service.judging.rft.templates import Templates
 from judge_service.metrics import JudgeMetrics
 from judge_service.service import JudgeService
 from judge_service.service.retention import Retention
@@ -83,7 +85,17 @@ def create_app(
         app.state.readiness = readiness
         code_pool = WorkerPool(settings.resolved_code_workers(), on_replace=metrics.code_workers_replaced.inc)
         rft_runner = RftRunner(
-            model=ModelGrading(judge_backend), pool=code_pool, allow_python=settings.allow_inline_python
+            model=ModelGrading(judge_backend),
+            pool=code_pool,
+            allow_python=settings.allow_inline_python,
+            templates=Templates(
+                TemplateLimits(
+                    timeout_s=settings.template_timeout_s,
+                    max_output_chars=settings.template_max_output_chars,
+                    memory_mb=settings.template_memory_mb,
+                    workers=settings.template_workers,
+                )
+            ),
         )
         app.state.rft_runner = rft_runner
         try:  # a start that fails here (a grader that cannot load, two graders of one name) stops the workers
@@ -95,6 +107,7 @@ def create_app(
             graders = GraderRegistry.with_rule_graders(judge, *comparing, *juries, *configured)
         except BaseException:
             await code_pool.close()
+            await rft_runner.close()
             raise
         service = JudgeService(
             graders=graders,
@@ -161,6 +174,7 @@ def create_app(
             keeping.cancel()
             await asyncio.gather(keeping, return_exceptions=True)  # no batch left half-sent to the store
             await code_pool.close()
+            await rft_runner.close()
             await judge_backend.close()
             for endpoint in endpoints:
                 await endpoint.backend.close()
@@ -214,7 +228,7 @@ async def _configured_graders(
     if settings.rft_graders:
         for name, config in parse_rft_graders(settings.rft_graders).items():
             try:
-                runner.validate(config)
+                await runner.validate(config)
             except GraderConfigError as exc:
                 raise ValueError(f"JUDGE_RFT_GRADERS: grader {name!r}: {exc}") from exc
             graders.append(RftConfigGrader(name, config, runner))

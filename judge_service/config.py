@@ -257,6 +257,34 @@ class Settings(BaseSettings):
         description="RFT grader configs as named graders: a JSON object of name -> grader config "
         "(string_check, text_similarity, score_model, label_model, multi, python), inline or a file's path.",
     )
+    template_timeout_s: float = Field(
+        default=1.0,
+        gt=0,
+        le=60,
+        description="How long an RFT grader template that is more than text and lookups may take to render "
+        "(or check) in its render process; past it the process is killed and the template is "
+        "`invalid_variable_error`.",
+    )
+    template_max_output_chars: int = Field(
+        default=1_000_000,
+        ge=1000,
+        le=100_000_000,
+        description="The most characters one grader's templates may render together; more is "
+        "`invalid_variable_error`.",
+    )
+    template_memory_mb: int = Field(
+        default=256,
+        ge=32,
+        le=65_536,
+        description="Memory a template render process may take beyond what it holds at start (a hard cap).",
+    )
+    template_workers: int = Field(
+        default=2,
+        ge=1,
+        le=64,
+        description="Render processes for templates that are more than text and lookups (started on first "
+        "use); those are rendered off the event loop, plain ones in-process.",
+    )
     code_workers: int | None = Field(
         default=None,
         ge=1,

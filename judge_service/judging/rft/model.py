@@ -16,8 +16,14 @@ from typing import Any
 from judge_service.backends.base import GenerationRequest, JudgeBackend
 from judge_service.errors import JudgeServiceError
 from judge_service.judging.json_text import extract_json
-from judge_service.judging.rft.models import InputMessage, LabelModelGrader, ScoreModelGrader, TextContent
-from judge_service.judging.rft.templates import render
+from judge_service.judging.rft.models import (
+    InputMessage,
+    LabelModelGrader,
+    MediaContent,
+    ScoreModelGrader,
+    TextContent,
+)
+from judge_service.judging.rft.templates import Templates
 
 DEFAULT_MAX_TOKENS = 512
 
@@ -46,7 +52,9 @@ class ModelGrading:
     def model_name(self) -> str:
         return self._backend.model_name
 
-    async def score(self, grader: ScoreModelGrader, namespaces: Mapping[str, Any]) -> ModelAnswer:
+    async def score(
+        self, grader: ScoreModelGrader, namespaces: Mapping[str, Any], templates: Templates
+    ) -> ModelAnswer:
         low, high = grader.score_range
         schema = {
             "type": "object",
@@ -58,7 +66,8 @@ class ModelGrading:
             f'Reply with only a JSON object {{"result": <number>}}, the score from {low:g} (worst) to '
             f"{high:g} (best)."
         )
-        answer = await self._ask(grader.input, namespaces, instruction, schema, grader)
+        chat = await _chat(grader.input, namespaces, instruction, templates)
+        answer = await self._ask(chat, schema, grader)
         value = answer.value
         if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
             raise GraderFailed(
@@ -67,7 +76,9 @@ class ModelGrading:
             )
         return ModelAnswer(float(value), answer.tokens, answer.model)
 
-    async def label(self, grader: LabelModelGrader, namespaces: Mapping[str, Any]) -> ModelAnswer:
+    async def label(
+        self, grader: LabelModelGrader, namespaces: Mapping[str, Any], templates: Templates
+    ) -> ModelAnswer:
         schema = {
             "type": "object",
             "properties": {"result": {"type": "string", "enum": grader.labels}},
@@ -79,7 +90,8 @@ class ModelGrading:
             + ", ".join(json.dumps(label, ensure_ascii=False) for label in grader.labels)
             + "."
         )
-        answer = await self._ask(grader.input, namespaces, instruction, schema, None)
+        chat = await _chat(grader.input, namespaces, instruction, templates)
+        answer = await self._ask(chat, schema, None)
         if answer.value not in grader.labels:
             raise GraderFailed(
                 "model_grader_parse_error", f"the model's label {answer.value!r} is not one of labels"
@@ -87,14 +99,8 @@ class ModelGrading:
         return answer
 
     async def _ask(
-        self,
-        messages: list[InputMessage],
-        namespaces: Mapping[str, Any],
-        instruction: str,
-        schema: dict[str, Any],
-        grader: ScoreModelGrader | None,
+        self, chat: list[dict[str, str]], schema: dict[str, Any], grader: ScoreModelGrader | None
     ) -> ModelAnswer:
-        chat = _chat(messages, namespaces, instruction)
         params = grader.sampling_params if grader is not None else None
         request = GenerationRequest(
             messages=chat,
@@ -122,12 +128,21 @@ class ModelGrading:
         return ModelAnswer(parsed["result"], tokens, self._backend.model_name)
 
 
-def _chat(
-    messages: list[InputMessage], namespaces: Mapping[str, Any], instruction: str
+async def _chat(
+    messages: list[InputMessage], namespaces: Mapping[str, Any], instruction: str, templates: Templates
 ) -> list[dict[str, str]]:
     """The rendered messages as a chat every template accepts: the system and developer messages as one
-    leading system message, the others in order, and the output instruction closing the last user turn."""
-    rendered = [_chat_message(message, namespaces) for message in messages]
+    leading system message, the others in order, and the output instruction closing the last user turn.
+    Every part is rendered in one call, so the messages share one output cap."""
+    parts = [[_text(part) for part in message.parts()] for message in messages]
+    texts = iter(await templates.render_all([text for texts in parts for text in texts], namespaces))
+    rendered = [
+        {
+            "role": "system" if message.role == "developer" else message.role,
+            "content": "\n".join(next(texts) for _ in message_parts),
+        }
+        for message, message_parts in zip(messages, parts, strict=True)
+    ]
     system = "\n\n".join(m["content"] for m in rendered if m["role"] == "system")
     turns = [m for m in rendered if m["role"] != "system"]
     if turns and turns[-1]["role"] == "user":
@@ -137,16 +152,11 @@ def _chat(
     return ([{"role": "system", "content": system}] if system else []) + turns
 
 
-def _chat_message(message: InputMessage, namespaces: Mapping[str, Any]) -> dict[str, str]:
-    texts = []
-    for part in message.parts():
-        if isinstance(part, str):
-            texts.append(render(part, namespaces))
-        elif isinstance(part, TextContent):
-            texts.append(render(part.text, namespaces))
-        else:
-            raise GraderFailed(
-                "other_error", f"{part.type} content is not supported: this service's judge reads text"
-            )
-    role = "system" if message.role == "developer" else message.role
-    return {"role": role, "content": "\n".join(texts)}
+def _text(part: str | TextContent | MediaContent) -> str:
+    if isinstance(part, str):
+        return part
+    if isinstance(part, TextContent):
+        return part.text
+    raise GraderFailed(
+        "other_error", f"{part.type} content is not supported: this service's judge reads text"
+    )

@@ -31,7 +31,7 @@ from judge_service.judging.rft.models import (
     leaves,
 )
 from judge_service.judging.rft.similarity import UnsupportedMetric, check_metric, similarity
-from judge_service.judging.rft.templates import TemplateVariableError, check, render
+from judge_service.judging.rft.templates import Templates, TemplateVariableError
 
 ERROR_FLAGS = (
     "formula_parse_error",
@@ -106,7 +106,8 @@ class PythonLimits:
 
 
 class RftRunner:
-    """Runs configs; `model` answers model graders, `pool` runs python graders when `allow_python`."""
+    """Runs configs; `model` answers model graders, `pool` runs python graders when `allow_python`,
+    `templates` renders templates (and holds the render processes: close the runner)."""
 
     def __init__(
         self,
@@ -115,17 +116,22 @@ class RftRunner:
         pool: WorkerPool | None,
         allow_python: bool,
         python_limits: PythonLimits = PythonLimits(),
+        templates: Templates | None = None,
     ) -> None:
         self._model = model
         self._pool = pool
         self._allow_python = allow_python
         self._python_limits = python_limits
+        self._templates = templates or Templates()
 
     @property
     def allow_python(self) -> bool:
         return self._allow_python
 
-    def validate(self, grader: BaseModel) -> None:
+    async def close(self) -> None:
+        await self._templates.close()
+
+    async def validate(self, grader: BaseModel) -> None:
         """GraderConfigError (PythonNotAllowed for python while it is off) for a config that cannot run."""
         for leaf in leaves(grader):
             if isinstance(leaf, PythonGrader):
@@ -145,7 +151,7 @@ class RftRunner:
                     raise GraderConfigError("other_error", str(exc)) from exc
             try:
                 for template in _templates(leaf):
-                    check(template)
+                    await self._templates.check(template)
             except TemplateVariableError as exc:
                 raise GraderConfigError("invalid_variable_error", str(exc)) from exc
         if isinstance(grader, MultiGrader):
@@ -195,9 +201,9 @@ class RftRunner:
     async def _leaf(self, grader: BaseModel, namespaces: dict[str, Any], outcome: RftOutcome) -> float:
         try:
             if isinstance(grader, StringCheckGrader):
-                return _string_check(grader, namespaces)
+                return _string_check(grader, *await self._render(grader, namespaces))
             if isinstance(grader, TextSimilarityGrader):
-                text, reference = render(grader.input, namespaces), render(grader.reference, namespaces)
+                text, reference = await self._render(grader, namespaces)
                 try:
                     return similarity(grader.evaluation_metric, text, reference)
                 except UnsupportedMetric as exc:
@@ -218,14 +224,20 @@ class RftRunner:
                 "model_grader_server_error", "this service has no judge model to answer model graders"
             )
         if isinstance(grader, ScoreModelGrader):
-            answer = await self._model.score(grader, namespaces)
+            answer = await self._model.score(grader, namespaces, self._templates)
             value = float(answer.value)
         else:
-            answer = await self._model.label(grader, namespaces)
+            answer = await self._model.label(grader, namespaces, self._templates)
             value = 1.0 if answer.value in grader.passing_labels else 0.0
         outcome.token_usage += answer.tokens
         outcome.model = answer.model
         return value
+
+    async def _render(
+        self, grader: StringCheckGrader | TextSimilarityGrader, namespaces: dict[str, Any]
+    ) -> tuple[str, str]:
+        text, reference = await self._templates.render_all([grader.input, grader.reference], namespaces)
+        return text, reference
 
     async def _python(self, grader: PythonGrader, namespaces: dict[str, Any]) -> float:
         if not self._allow_python or self._pool is None:
@@ -248,8 +260,7 @@ class RftRunner:
         return float(value)
 
 
-def _string_check(grader: StringCheckGrader, namespaces: dict[str, Any]) -> float:
-    text, reference = render(grader.input, namespaces), render(grader.reference, namespaces)
+def _string_check(grader: StringCheckGrader, text: str, reference: str) -> float:
     if grader.operation == "eq":
         passed = text == reference
     elif grader.operation == "ne":

@@ -1,61 +1,112 @@
 """Grader templates: `{{item.x}}`, `{{sample.output_text}}`, `{{sample.output_json.x}}`, in a sandboxed
-Jinja2 environment.
+Jinja2 environment, within a budget of time and size.
 
 Only the `item` and `sample` namespaces exist. A variable that is not there (a missing field, a typo, a
 sample without JSON) is an error, `TemplateVariableError`, never an empty string: a grader that silently
 compared against "" would hand out rewards for nothing. Objects and lists render as JSON.
+
+Where a template renders: text and plain lookups (plain.py, the common case) in the service's process, in
+microseconds; anything else in a render process (template_pool.py) with a timeout, a memory cap and an
+output cap, so no template holds the event loop. A template over its budget (a timeout, too much output,
+a power or repetition refused up front by budget.py) is a TemplateVariableError that says what to change.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
-from functools import lru_cache
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from jinja2 import StrictUndefined, TemplateError, UndefinedError
-from jinja2.sandbox import SandboxedEnvironment
+from jinja2 import UndefinedError
+
+from judge_service.judging.rft import plain
+from judge_service.judging.rft.budget import BudgetedEnvironment, BudgetExceeded, join_capped
+from judge_service.judging.rft.template_pool import RenderPool, TemplateLimits
 
 
 class TemplateVariableError(ValueError):
-    """A template names a variable the namespaces lack, or is not a valid template."""
+    """A template names a variable the namespaces lack, is not a valid template, or is over its budget."""
 
 
-def _finalize(value: Any) -> Any:
-    if isinstance(value, dict | list):
-        return json.dumps(value, ensure_ascii=False)
-    return value
+class Templates:
+    """Renders and checks templates within `limits`; owns the render processes (close them)."""
+
+    def __init__(self, limits: TemplateLimits | None = None) -> None:
+        self.limits = limits or TemplateLimits()
+        self._env = BudgetedEnvironment(self.limits.max_output_chars)  # plain lookups use its getattr
+        self._pool = RenderPool(self.limits)
+        self._checked: set[str] = set()
+
+    async def render(self, template: str, namespaces: Mapping[str, Any]) -> str:
+        """`template` with its variables from `namespaces` (item, sample)."""
+        (text,) = await self.render_all([template], namespaces)
+        return text
+
+    async def render_all(self, templates: Sequence[str], namespaces: Mapping[str, Any]) -> list[str]:
+        """Each template rendered, in order; together at most the output cap (a grader's templates share
+        it, so a config of many templates cannot multiply it)."""
+        left = self.limits.max_output_chars
+        texts = []
+        for template in templates:
+            text = await self._render(template, namespaces, left)
+            left -= len(text)
+            texts.append(text)
+        return texts
+
+    async def _render(self, template: str, namespaces: Mapping[str, Any], max_chars: int) -> str:
+        if "{" not in template:  # no template syntax: the common literal reference
+            text = template
+        elif (fast := plain.parse(template)) is not None:
+            text = self._render_plain(template, fast, namespaces, max_chars)
+        else:
+            text = await self._ask({"op": "render", "template": template, "namespaces": dict(namespaces)})
+        if len(text) > max_chars:
+            raise TemplateVariableError(_over_cap(template, self.limits.max_output_chars))
+        return text
+
+    def _render_plain(
+        self, template: str, fast: plain.PlainTemplate, namespaces: Mapping[str, Any], max_chars: int
+    ) -> str:
+        try:
+            return join_capped(fast.generate(self._env, namespaces), max_chars)
+        except BudgetExceeded as exc:
+            raise TemplateVariableError(_over_cap(template, self.limits.max_output_chars)) from exc
+        except UndefinedError as exc:
+            raise TemplateVariableError(f"template {template[:80]!r}: {exc.message}") from exc
+        except Exception as exc:  # the sandbox refusing an attribute
+            raise TemplateVariableError(
+                f"template {template[:80]!r} failed: {type(exc).__name__}: {exc}"
+            ) from exc
+
+    async def check(self, template: str) -> None:
+        """Parse only (validate): TemplateVariableError for a template that cannot compile, or that
+        computes constants over the budget."""
+        if "{" in template and template not in self._checked and plain.parse(template) is None:
+            await self._ask({"op": "check", "template": template})
+            if len(self._checked) > 4096:
+                self._checked.clear()
+            self._checked.add(template)
+
+    async def _ask(self, message: dict[str, Any]) -> str:
+        reply = await self._pool.ask(message)
+        if not reply["ok"]:
+            message_text = reply["message"]
+            if not message_text.startswith("template "):
+                message_text = f"template {message['template'][:80]!r}: {message_text}; {_ADVICE}"
+            raise TemplateVariableError(message_text)
+        return str(reply.get("text", ""))
+
+    def processes(self) -> int:
+        return self._pool.processes()
+
+    async def close(self) -> None:
+        await self._pool.close()
 
 
-_ENV = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False, finalize=_finalize)
+_ADVICE = "templates are for reading item and sample fields, not for computing"
 
 
-@lru_cache(maxsize=1024)
-def _compiled(template: str) -> Any:
-    return _ENV.from_string(template)
-
-
-def render(template: str, namespaces: Mapping[str, Any]) -> str:
-    """`template` with its variables from `namespaces` (item, sample)."""
-    if "{" not in template:  # no template syntax: the common literal reference
-        return template
-    try:
-        return str(_compiled(template).render(**namespaces))
-    except UndefinedError as exc:
-        raise TemplateVariableError(f"template {template[:80]!r}: {exc.message}") from exc
-    except TemplateError as exc:
-        raise TemplateVariableError(f"template {template[:80]!r} is invalid: {exc}") from exc
-    except Exception as exc:  # the sandbox refusing an attribute, a failing filter
-        raise TemplateVariableError(
-            f"template {template[:80]!r} failed: {type(exc).__name__}: {exc}"
-        ) from exc
-
-
-def check(template: str) -> None:
-    """Parse only (validate): TemplateVariableError for a template that cannot compile."""
-    if "{" not in template:
-        return
-    try:
-        _compiled(template)
-    except (TemplateError, RecursionError) as exc:
-        raise TemplateVariableError(f"template {template[:80]!r} is invalid: {exc}") from exc
+def _over_cap(template: str, max_chars: int) -> str:
+    return (
+        f"template {template[:80]!r} is over its budget: a grader's templates may render at most "
+        f"{max_chars} characters together (JUDGE_TEMPLATE_MAX_OUTPUT_CHARS)"
+    )

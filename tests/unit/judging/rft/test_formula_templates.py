@@ -4,11 +4,12 @@ errors, never "")."""
 from __future__ import annotations
 
 import math
+from collections.abc import AsyncIterator
 
 import pytest
 
 from judge_service.judging.rft import formula
-from judge_service.judging.rft.templates import TemplateVariableError, render
+from judge_service.judging.rft.templates import Templates, TemplateVariableError
 
 
 def _value(text: str, **values: float) -> float:
@@ -66,6 +67,13 @@ def test_arithmetic_failures_are_reported_not_raised_as_something_else(text: str
         formula.evaluate(formula.parse(text, ["a"]), {"a": 0.5})
 
 
+@pytest.fixture
+async def templates() -> AsyncIterator[Templates]:
+    rendering = Templates()
+    yield rendering
+    await rendering.close()
+
+
 ITEM = {"answer": "Paris", "facts": {"plan": "Business"}, "tags": ["a", "b"]}
 SAMPLE = {"output_text": '{"city": "Paris"}', "output_json": {"city": "Paris"}}
 
@@ -82,8 +90,8 @@ SAMPLE = {"output_text": '{"city": "Paris"}', "output_json": {"city": "Paris"}}
         ("no template", "no template"),
     ],
 )
-def test_templates_read_item_and_sample(template: str, expected: str) -> None:
-    assert render(template, {"item": ITEM, "sample": SAMPLE}) == expected
+async def test_templates_read_item_and_sample(templates: Templates, template: str, expected: str) -> None:
+    assert await templates.render(template, {"item": ITEM, "sample": SAMPLE}) == expected
 
 
 @pytest.mark.parametrize(
@@ -96,13 +104,13 @@ def test_templates_read_item_and_sample(template: str, expected: str) -> None:
         "{{ item.answer",
     ],
 )
-def test_unknown_variables_are_errors_never_empty(template: str) -> None:
+async def test_unknown_variables_are_errors_never_empty(templates: Templates, template: str) -> None:
     with pytest.raises(TemplateVariableError):
-        render(template, {"item": ITEM, "sample": SAMPLE})
+        await templates.render(template, {"item": ITEM, "sample": SAMPLE})
 
 
-def test_a_sample_without_json_has_no_json_fields() -> None:
+async def test_a_sample_without_json_has_no_json_fields(templates: Templates) -> None:
     with pytest.raises(TemplateVariableError):
-        render(
+        await templates.render(
             "{{sample.output_json.city}}", {"item": {}, "sample": {"output_text": "x", "output_json": None}}
         )

@@ -24,10 +24,12 @@ async def pool() -> AsyncIterator[WorkerPool]:
 
 
 @pytest.fixture
-async def runner(pool: WorkerPool) -> RftRunner:
+async def runner(pool: WorkerPool) -> AsyncIterator[RftRunner]:
     backend = FakeBackend()
     await backend.start()
-    return RftRunner(model=ModelGrading(backend), pool=pool, allow_python=True)
+    runner = RftRunner(model=ModelGrading(backend), pool=pool, allow_python=True)
+    yield runner
+    await runner.close()
 
 
 async def _run(
@@ -110,7 +112,7 @@ async def test_text_similarity(
 @pytest.mark.parametrize("metric", ["cosine", "meteor"])
 async def test_unsupported_metrics_are_refused_by_name(runner: RftRunner, metric: str) -> None:
     with pytest.raises(GraderConfigError, match=f"{metric}.*not supported"):
-        runner.validate(parse_config(_similarity(metric)))
+        await runner.validate(parse_config(_similarity(metric)))
     outcome = await _run(runner, _similarity(metric), "a", {"reference": "a"})
     assert outcome.reward is None and "not supported" in outcome.failures["other_error"]
 
@@ -181,7 +183,7 @@ async def test_multi_combines_sub_rewards_with_its_formula(runner: RftRunner) ->
 async def test_a_formula_that_is_not_arithmetic_is_a_formula_parse_error(runner: RftRunner) -> None:
     config = _multi("__import__('os').getpid()")
     with pytest.raises(GraderConfigError, match="may be called"):
-        runner.validate(parse_config(config))
+        await runner.validate(parse_config(config))
     outcome = await _run(runner, config, "x", {"answer": "x"})
     assert outcome.reward is None and outcome.error_flags()["formula_parse_error"] is True
 
@@ -206,7 +208,7 @@ async def test_python_runs_in_the_pool(runner: RftRunner) -> None:
 async def test_python_is_refused_unless_allowed(pool: WorkerPool) -> None:
     runner = RftRunner(model=None, pool=pool, allow_python=False)
     with pytest.raises(PythonNotAllowed, match="JUDGE_ALLOW_INLINE_PYTHON"):
-        runner.validate(parse_config(PYTHON))
+        await runner.validate(parse_config(PYTHON))
     outcome = await _run(runner, PYTHON, "42", {"answer": "42"})
     assert outcome.reward is None and outcome.error_flags()["python_grader_server_error"] is True
 
@@ -218,3 +220,37 @@ def test_settings_json_names_configs() -> None:
         parse_rft_graders('{"Bad Name": {}}')
     with pytest.raises(ValueError, match="capital"):
         parse_rft_graders('{"capital": {"type": "string_check"}}')
+
+
+@pytest.mark.parametrize(
+    ("config", "item"),
+    [
+        (_check("eq", input="{{ (7 ** 30000000) % 10 }}"), {}),
+        (
+            _check(
+                "eq", input="{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}"
+            ),
+            {},
+        ),
+        (_check("eq", input="{{ (item.text * item.times) | length }}"), {"text": "x", "times": 10**9}),
+        (
+            _similarity("rouge_l") | {"input": "{% for i in range(2000) %}{{ item.text }}{% endfor %}"},
+            {"text": "y" * 1000},
+        ),
+        (SCORE_MODEL | {"input": [{"role": "user", "content": "{{ 'x' * 10 ** 9 }}"}]}, {}),
+    ],
+)
+async def test_templates_over_their_budget_are_invalid_variable_error(
+    runner: RftRunner, config: dict[str, Any], item: dict[str, Any]
+) -> None:
+    outcome = await _run(runner, config, "x", item)
+    assert outcome.reward is None and outcome.model is None
+    assert "over its budget" in outcome.failures["invalid_variable_error"]
+
+
+async def test_validate_names_a_constant_bomb(runner: RftRunner) -> None:
+    with pytest.raises(GraderConfigError, match="bits") as refused:
+        await runner.validate(
+            parse_config(_multi("exact") | {"graders": {"exact": _check("eq", input="{{ 9 ** 999999 }}")}})
+        )
+    assert refused.value.flag == "invalid_variable_error"
