@@ -8,7 +8,10 @@ import argparse
 import logging
 import sys
 
+from pydantic import ValidationError
+
 from judge_service.config import Settings
+from judge_service.redaction import describe_invalid, protect_logs, redact
 from judge_service.tools import cli as tools_cli
 
 
@@ -31,7 +34,12 @@ def main(argv: list[str] | None = None) -> int:
         return tools_cli.run(args)
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    settings = Settings()
+    protect_logs()
+    try:
+        settings = Settings()
+    except ValidationError as exc:  # pydantic's own text would quote each value, a URL's password included
+        print(f"judge-service: invalid settings: {describe_invalid(exc, _variable)}", file=sys.stderr)
+        return 2
     if args.command == "prepare-model":
         from judge_service.backends.default_model import prepared_model_dir
 
@@ -49,6 +57,12 @@ def main(argv: list[str] | None = None) -> int:
     return serve_one(settings, listen_fd=args.listen_fd)
 
 
+def _variable(field: str) -> str:
+    """The JUDGE_* variable of a settings field (a dotted location keeps its tail)."""
+    head, dot, tail = field.partition(".")
+    return f"JUDGE_{head.upper()}{dot}{tail}"
+
+
 def _migrate(settings: Settings) -> int:
     """Open the configured store with migrations on (each applied one is logged by name), then close."""
     import asyncio
@@ -63,7 +77,7 @@ def _migrate(settings: Settings) -> int:
     try:
         asyncio.run(migrate())
     except Exception as exc:  # a database that cannot be reached or is newer than this build
-        print(f"judge-service migrate: {exc}", file=sys.stderr)
+        print(f"judge-service migrate: {redact(str(exc))}", file=sys.stderr)
         return 1
     print("judgement database is up to date")
     return 0

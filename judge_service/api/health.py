@@ -10,10 +10,13 @@ from fastapi.responses import PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from judge_service.api.deps import MetricsDep
+from judge_service.api.middleware.auth import bearer_token
+from judge_service.api.middleware.keys import KeyRing, Scope
 from judge_service.api.paths import LIVENESS, METRICS, READINESS
 from judge_service.backends.readiness import Readiness
 from judge_service.errors import StoreUnavailableError
 from judge_service.judging.jury.grader import JuryGrader
+from judge_service.redaction import redact
 from judge_service.store.base import JudgementStore
 
 router = APIRouter()
@@ -30,7 +33,7 @@ async def readyz(response: Response, request: Request) -> dict[str, Any]:
     health check); failed (the backend could not start, or the in-process engine died); with a jury,
     jury_unavailable (fewer of its judges ready than JUDGE_JURY_QUORUM; `jury` says each one's state); with
     JUDGE_READY_REQUIRES_STORE, store_unavailable (the judgement database does not answer): all but ready
-    503."""
+    503. Why (`error`: endpoint URLs, the upstream's own error text) only for a key with the read scope."""
     readiness: Readiness = request.app.state.readiness
     if request.app.state.drain.draining:
         response.status_code = 503
@@ -51,7 +54,24 @@ async def readyz(response: Response, request: Request) -> dict[str, Any]:
         if problem is not None:
             response.status_code = 503
             body = {"status": "store_unavailable", "backend": readiness.backend, "error": problem}
+    if "error" in body:
+        if _may_see_why(request):
+            body["error"] = redact(body["error"])
+        else:
+            del body["error"]
     return body
+
+
+def _may_see_why(request: Request) -> bool:
+    """Whether the caller's key has the read scope. /readyz stays public for probes, which need only the
+    status; without keys nobody qualifies, as the route is then open to anything that reaches the port (a
+    page's DNS rebinding included): the log says why instead."""
+    keys: KeyRing = request.app.state.keys
+    if not keys.enabled:
+        return False
+    token = bearer_token(request.scope)
+    principal = keys.principal_for(token) if token is not None else None
+    return principal is not None and principal.may(Scope.READ)
 
 
 async def _store_problem(request: Request) -> str | None:

@@ -45,6 +45,7 @@ from judge_service.backends.thinking_profile import (
 )
 from judge_service.client.retry import retry_after_s as parse_retry_after
 from judge_service.errors import JudgeBackendError, JudgeTimeoutError
+from judge_service.redaction import protect_logs, redact, remember
 
 if TYPE_CHECKING:
     from judge_service.config import Settings
@@ -100,9 +101,9 @@ def _error_text(response: httpx.Response) -> str:
 
 
 def _display_url(url: str) -> str:
-    """The endpoint without any user:password part, fit for messages and logs."""
+    """The endpoint without any user:password part or credential in its query, fit for messages and logs."""
     try:
-        return str(httpx.URL(url).copy_with(username=None, password=None))
+        return redact(str(httpx.URL(url).copy_with(username=None, password=None)))
     except (httpx.InvalidURL, TypeError, ValueError):
         return "<invalid url>"
 
@@ -131,6 +132,9 @@ class OpenAIHTTPBackend:
     ) -> None:
         if transport_retries < 0:
             raise ValueError("transport_retries must be >= 0")
+        # From here on no log line shows them, httpx's own (which logs each request's URL) included.
+        remember(api_key, base_url)
+        protect_logs()
         self._base_url = base_url.rstrip("/")
         self._display_base = _display_url(self._base_url)
         # vLLM serves /tokenize at the server root, not under /v1.

@@ -28,6 +28,7 @@ import uvicorn
 
 from judge_service.app import create_app
 from judge_service.config import Settings
+from judge_service.redaction import protect_logs
 from judge_service.server.parent_watch import watch_parent
 
 log = logging.getLogger(__name__)
@@ -82,6 +83,7 @@ def serve(settings: Settings, listen_fd: int | None = None) -> int:
         # After the drain, connections still open (idle keep-alives) get this long to close.
         timeout_graceful_shutdown=max(1, math.ceil(settings.drain_timeout_s)),
     )
+    protect_logs()  # uvicorn's handlers, which building its Config has just set up
     server = DrainingServer(config, lambda: getattr(app.state, "shut_down", None))
     _tune_garbage_collector()
     sockets = None

@@ -7,9 +7,10 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 POSTGRES_SCHEMES = ("postgresql", "postgres")
+# The placeholders in <>, which redaction.py does not take for credentials, so the message keeps them.
 ACCEPTED = (
     "sqlite:///relative/path.sqlite3, sqlite:////absolute/path.sqlite3 or "
-    "postgresql://user:password@host:port/database"
+    "postgresql://<user>:<password>@host:port/database"
 )
 
 

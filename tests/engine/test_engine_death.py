@@ -54,12 +54,13 @@ def test_killing_the_engine_fails_readiness_and_exits_non_zero(tmp_path: Path) -
                 break
             time.sleep(0.1)
         assert seen.get("status") == "failed", (seen, service.log()[-3000:])
-        assert seen["backend"] == "vllm" and "engine died" in str(seen["error"])
+        assert seen["backend"] == "vllm" and "error" not in seen  # why: in the log, and for a read key
         assert seen["engine_ready"] == 0
 
         sender.join(timeout=60)
         assert in_flight and in_flight[0].status_code in (502, 503), in_flight
         assert service.wait(timeout_s=90) == 1
+        assert "engine died" in service.log()
     finally:
         client.close()
         service.stop()

@@ -52,7 +52,7 @@ class ApiKeyAuth:
         if not self.enabled or scope["type"] not in ("http", "websocket") or scope["path"] in self._public:
             await self.app(scope, receive, send)
             return
-        token = _bearer_token(scope)
+        token = bearer_token(scope)
         principal = self._keys.principal_for(token) if token is not None else None
         page = scope["path"] == PAGES or scope["path"].startswith(PAGES + "/")
         if principal is None and page:
@@ -112,7 +112,7 @@ def cookie(scope: ASGIScope, name: str) -> str | None:
     return None
 
 
-def _bearer_token(scope: ASGIScope) -> str | None:
+def bearer_token(scope: ASGIScope) -> str | None:
     for name, value in scope.get("headers", ()):
         if name == b"authorization":
             scheme, _, token = value.decode("latin-1").strip().partition(" ")
