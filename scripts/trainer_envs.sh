@@ -7,7 +7,10 @@
 #        scripts/trainer_envs.sh verifiers -> .venv-verifiers (Python 3.11, verifiers 0.4.0 and uv)
 #        scripts/trainer_envs.sh skyrl   -> .venv-skyrl (Python 3.12, skyrl 0.3.0 and skyrl-gym 0.4.0)
 #        scripts/trainer_envs.sh areal   -> .venv-areal (Python 3.11, areal 1.0.4 without its GPU stack)
-# Idempotent: an environment is rebuilt only when its pinned packages or its Python change.
+# Each environment is built once per machine, in a cache outside the work tree keyed by its pins and its
+# Python ($JUDGE_TRAINER_ENVS, default ~/.cache/judge-service/trainer-envs/<name>-<key>), and .venv-<name>
+# links to it: every clone on the machine reuses it while the pins are unchanged. A pin change builds a
+# new one beside the old. Two clones building the same environment at once take turns (flock).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 name=${1:?usage: trainer_envs.sh art|verl|nemo-gym|verifiers|skyrl|areal}
@@ -72,17 +75,26 @@ case "$name" in
     ;;
 esac
 
-venv=".venv-$name"
+want="${pip_flags[*]+${pip_flags[*]} }${packages[*]} ${without_deps[*]+${without_deps[*]} }$("$python" -V 2>&1)"
+key=$(printf %s "$want" | sha256sum | cut -c1-16)
+cache=${JUDGE_TRAINER_ENVS:-${XDG_CACHE_HOME:-$HOME/.cache}/judge-service/trainer-envs}
+venv="$cache/$name-$key"
+link=".venv-$name"
 stamp="$venv/.built-from"
-want="${packages[*]} ${without_deps[*]+${without_deps[*]} }$("$python" -V 2>&1)"
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
-  exit 0
+mkdir -p "$cache"
+exec 9>"$venv.lock"
+flock 9
+if ! [ -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  rm -rf "$venv"
+  "$python" -m venv "$venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check ${pip_flags[@]+"${pip_flags[@]}"} "${packages[@]}" 2> >(grep -v "WARNING: Location" >&2)
+  if [ ${#without_deps[@]} -gt 0 ]; then
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps "${without_deps[@]}" 2> >(grep -v "WARNING: Location" >&2)
+  fi
+  echo "$want" > "$stamp"
+  echo "built $venv"
 fi
-rm -rf "$venv"
-"$python" -m venv "$venv"
-"$venv/bin/python" -m pip install -q --disable-pip-version-check ${pip_flags[@]+"${pip_flags[@]}"} "${packages[@]}" 2> >(grep -v "WARNING: Location" >&2)
-if [ ${#without_deps[@]} -gt 0 ]; then
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps "${without_deps[@]}" 2> >(grep -v "WARNING: Location" >&2)
+if [ "$(readlink "$link" 2>/dev/null)" != "$venv" ]; then
+  rm -rf "$link"  # an environment built in the work tree by an older version of this script, or a stale link
+  ln -s "$venv" "$link"
 fi
-echo "$want" > "$stamp"
-echo "built $venv"
