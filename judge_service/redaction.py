@@ -47,7 +47,7 @@ def redact(text: str) -> str:
     clean = text
     if "@" in clean and "://" in clean:
         clean = _USERINFO.sub(r"\1" + MASK + "@", clean)
-    if "=" in clean:
+    if "=" in clean and ("?" in clean or "&" in clean or ";" in clean):  # a parameter needs both
         clean = _CREDENTIAL_PARAM.sub(r"\1" + MASK, clean)
     for secret in _remembered:
         if secret in clean:
