@@ -28,6 +28,7 @@ from judge_service.config import Settings
 from judge_service.judging.base import Grader
 from judge_service.judging.code.grader import load_code_grader
 from judge_service.judging.code.pool import WorkerPool
+from judge_service.judging.code.sandbox import Sandbox
 from judge_service.judging.code.spec import parse_code_graders
 from judge_service.judging.comparison.grader import KNOCKOUT, PAIRWISE, ComparisonGrader
 from judge_service.judging.jury.build import build_jury
@@ -83,10 +84,17 @@ def create_app(
             for mode in (PAIRWISE, KNOCKOUT)
         ]
         app.state.readiness = readiness
-        code_pool = WorkerPool(settings.resolved_code_workers(), on_replace=metrics.code_workers_replaced.inc)
+        sandbox = Sandbox.from_setting(settings.code_sandbox)
+        if settings.code_graders or settings.allow_inline_python:
+            await sandbox.check()  # refuses to start code graders it cannot sandbox, naming the way out
+        workers = settings.resolved_code_workers()
+        replaced = metrics.code_workers_replaced.inc
+        code_pool = WorkerPool(workers, sandbox, on_replace=replaced)
+        # Inline source is the caller's: a fresh worker per call, never one a configured grader uses.
+        python_pool = WorkerPool(workers, sandbox, reuse=False, on_replace=replaced)
         rft_runner = RftRunner(
             model=ModelGrading(judge_backend),
-            pool=code_pool,
+            pool=python_pool,
             allow_python=settings.allow_inline_python,
             templates=Templates(
                 TemplateLimits(
@@ -107,6 +115,7 @@ def create_app(
             graders = GraderRegistry.with_rule_graders(judge, *comparing, *juries, *configured)
         except BaseException:
             await code_pool.close()
+            await python_pool.close()
             await rft_runner.close()
             raise
         service = JudgeService(
@@ -174,6 +183,7 @@ def create_app(
             keeping.cancel()
             await asyncio.gather(keeping, return_exceptions=True)  # no batch left half-sent to the store
             await code_pool.close()
+            await python_pool.close()
             await rft_runner.close()
             await judge_backend.close()
             for endpoint in endpoints:
@@ -223,7 +233,6 @@ async def _configured_graders(
     graders: list[Grader[Any]] = []
     if settings.code_graders:
         specs = parse_code_graders(settings.code_graders)
-        await pool.fill()
         graders.extend([await load_code_grader(spec, pool, metrics) for spec in specs])
     if settings.rft_graders:
         for name, config in parse_rft_graders(settings.rft_graders).items():

@@ -294,8 +294,16 @@ class Settings(BaseSettings):
     allow_inline_python: bool = Field(
         default=False,
         description="Run `python` RFT graders, whose source comes with the request or config. Off by "
-        "default: such source runs with the service's rights (in a worker process, with a timeout and a "
-        "memory cap, but not sandboxed).",
+        "default. Each call runs in a fresh sandboxed worker; a caller needs a key with the `python` (or "
+        "`admin`) scope.",
+    )
+    code_sandbox: Literal["bubblewrap", "process"] = Field(
+        default="bubblewrap",
+        description="Where grader code runs: `bubblewrap` (namespaces of its own: no network, no view of "
+        "the service's files, processes or environment; needs Debian's bubblewrap and user namespaces) or "
+        "`process` (weaker: the same environment and hard limits in a plain child process, which can read "
+        "what the service's user can, connect out and signal the service). The service refuses to start "
+        "code graders when bubblewrap cannot run, unless this is `process`.",
     )
 
     # --- juries (judging/jury/, README Juries)

@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from judge_service.judging.code.grader import sample_of
 from judge_service.judging.code.pool import WorkerPool
+from judge_service.judging.code.sandbox import WorkerLimits
 from judge_service.judging.rft import formula
 from judge_service.judging.rft.model import GraderFailed, ModelGrading
 from judge_service.judging.rft.models import (
@@ -101,8 +102,13 @@ class RftOutcome:
 
 @dataclass(frozen=True)
 class PythonLimits:
+    """Each inline python call runs in a fresh sandboxed worker with these limits (no network, no
+    environment)."""
+
     timeout_s: float = 10.0
-    memory_mb: int = 512
+    worker: WorkerLimits = field(
+        default_factory=lambda: WorkerLimits(memory_mb=512, processes=16, file_mb=16)
+    )
 
 
 class RftRunner:
@@ -247,7 +253,7 @@ class RftRunner:
             None,
             [[namespaces["sample"], namespaces["item"]]],
             timeout_s=self._python_limits.timeout_s,
-            memory_mb=self._python_limits.memory_mb,
+            limits=self._python_limits.worker,
         )
         if not result.ok:
             flag = _PYTHON_FLAGS.get(result.error or "", "python_grader_server_error")
