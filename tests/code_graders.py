@@ -59,9 +59,10 @@ def hangs(sample: dict[str, Any], item: dict[str, Any]) -> float:
 
 
 def hangs_after_marking(sample: dict[str, Any], item: dict[str, Any]) -> float:
-    """Touches the item's `marker` file, then never returns: a test knows the grader is running."""
-    with open(item["marker"], "w") as marker:
-        marker.write(str(os.getpid()))
+    """Starts `sleep <item's marker>`, seen from outside the sandbox by its command line, then never
+    returns: a test knows the grader is running, and can see whether what it started is gone."""
+    if os.fork() == 0:
+        os.execv("/bin/sleep", ["sleep", item["marker"]])
     time.sleep(3600)
     return 1.0
 
