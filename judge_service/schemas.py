@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
 from datetime import datetime
 from typing import Annotated, Any, Literal, get_args
@@ -132,7 +131,8 @@ CANARIES_DESCRIPTION = (
 )
 
 
-_CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+# C0 controls other than tab, newline and carriage return; lone UTF-16 surrogates ("\ud800" in JSON).
+_CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff]")
 
 
 STORED = {"stored": True}
@@ -145,10 +145,14 @@ def _no_control_chars(value: str, info: ValidationInfo) -> str:
     They are never meaningful in a conversation or an answer, can hide text from a human reading a
     run page (terminal escapes), and NUL truncates text in C-based tools; refusing them (instead of
     stripping) keeps what the judge saw identical to what the caller sent. Empty text is allowed.
+    A lone surrogate (half of a pair, which JSON's \\u escapes can spell) is no character at all: it
+    cannot be stored or sent on as UTF-8, so it is refused here, before any judging.
     """
     if info.context == STORED:
         return value
     found = _CONTROL_CHARS.search(value)
+    if found is not None and "\ud800" <= found.group() <= "\udfff":
+        raise ValueError(_unpaired(found))
     if found is not None:
         raise ValueError(
             f"contains the control character U+{ord(found.group()):04X} at position {found.start()}; "
@@ -165,6 +169,27 @@ Text = Annotated[
     Field(json_schema_extra={"pattern": r"^[^\x00-\x08\x0B\x0C\x0E-\x1F]*$"}),
 ]
 """Caller text: any Unicode, empty allowed, no C0 controls except \\t \\n \\r."""
+
+_SURROGATES = re.compile(r"[\ud800-\udfff]")
+
+
+def _unpaired(found: re.Match[str]) -> str:
+    return (
+        f"contains an unpaired surrogate U+{ord(found.group()):04X} at position {found.start()}; send "
+        "valid Unicode (a character outside the BMP is escaped as a pair, e.g. \\ud83d\\ude00)"
+    )
+
+
+def _whole_characters(value: str) -> str:
+    found = _SURROGATES.search(value)
+    if found is not None:
+        raise ValueError(_unpaired(found))
+    return value
+
+
+Unicode = Annotated[str, AfterValidator(_whole_characters)]
+"""A caller's string of any characters but a lone surrogate (see _no_control_chars): for caller strings
+that are not Text and have no pattern (pydantic's own checks do not refuse one everywhere)."""
 
 MAX_JSON_SCHEMA_DEPTH = 64
 
@@ -183,7 +208,24 @@ def _bounded_depth(value: dict[str, Any], info: ValidationInfo) -> dict[str, Any
             )
         children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
         stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    _json_bytes(value)
     return value
+
+
+def _json_bytes(value: Any) -> int:
+    """The size of `value` as UTF-8 JSON; ValueError for what JSON cannot store as sent: NaN or Infinity
+    (Python's parser takes them; stored, they would read back as null) and unpaired surrogates (which
+    have no UTF-8 spelling)."""
+    try:
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        raise ValueError("holds NaN or Infinity, which JSON cannot hold; send finite numbers") from None
+    try:
+        return len(text.encode())
+    except UnicodeEncodeError as exc:
+        raise ValueError(
+            f"holds an unpaired surrogate U+{ord(text[exc.start]):04X}; send valid Unicode"
+        ) from None
 
 
 MAX_ITEM_BYTES = 65_536  # `item`, as canonical JSON
@@ -202,7 +244,7 @@ def _bounded_item(value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]
             raise ValueError(f"nests deeper than {MAX_ITEM_DEPTH} levels; flatten the item")
         children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
         stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
-    size = len(canonical_json(value, ascii_only=False).encode())
+    size = _json_bytes(value)
     if size > MAX_ITEM_BYTES:
         raise ValueError(
             f"is {size} bytes as JSON, over the limit of {MAX_ITEM_BYTES}; keep only the fields graders read"
@@ -1127,7 +1169,9 @@ class PruneReport(ResponseModel):
 
 # --------------------------------------------------------------------------- judge-quality reports
 
-Score = Annotated[float, Field(allow_inf_nan=False)] | None
+# Labels and scores are stored and read back as JSON, which has no infinity or NaN.
+Finite = Annotated[float, Field(allow_inf_nan=False)]
+Score = Finite | None
 
 
 class HumanLabels(BaseModel):
@@ -1140,11 +1184,11 @@ class HumanLabels(BaseModel):
     labeler: str | None = Field(
         default=None, max_length=64, description="Who labelled the group (several people may label one)."
     )
-    human: dict[str, float] = Field(
+    human: dict[Unicode, Finite] = Field(
         min_length=1, max_length=MAX_ANSWERS, description="answer id -> score, or rank (1 is best)"
     )
     kind: Literal["score", "rank"] = "score"
-    scale: tuple[float, float] | None = Field(
+    scale: tuple[Finite, Finite] | None = Field(
         default=None, description="For scores: the human scale's lowest and highest value; default 0-1."
     )
 
@@ -1154,8 +1198,6 @@ class HumanLabels(BaseModel):
             raise ValueError("give exactly one of judgement_id and group_key")
         if self.scale is not None and not self.scale[0] < self.scale[1]:
             raise ValueError(f"scale must be (lowest, highest) with lowest < highest, got {self.scale}")
-        if not all(math.isfinite(v) for v in self.human.values()):
-            raise ValueError("human values must be finite numbers")
         return self
 
     @property
@@ -1169,13 +1211,13 @@ LABELER_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.@:\- ]{0,63}$"
 class LabelsRequest(StrictModel):
     """A person's labels for one judged group (PUT /v1/judgements/{id}/labels), by answer id."""
 
-    human: dict[Annotated[str, Field(pattern=ANSWER_ID_PATTERN)], float] = Field(
+    human: dict[Annotated[str, Field(pattern=ANSWER_ID_PATTERN)], Finite] = Field(
         min_length=1,
         max_length=MAX_ANSWERS,
         description="answer id -> score (on `scale`), or rank (1 is best)",
     )
     kind: Literal["score", "rank"] = "score"
-    scale: tuple[float, float] | None = Field(
+    scale: tuple[Finite, Finite] | None = Field(
         default=None,
         description="For scores: lowest and highest value of the scale, e.g. [1, 5]; default 0-1.",
     )
@@ -1273,9 +1315,9 @@ class CalibrationRequest(RunSelection):
 
 class AgreementRequest(RunSelection):
     human: list[HumanLabels] = Field(min_length=1, max_length=10_000)
-    scores: dict[str, dict[str, Score]] | None = Field(
+    scores: dict[Unicode, dict[Unicode, Score]] | None = Field(
         default=None,
         description="Inline grader scores: judgement_id or group_key -> answer id -> score. Default: the "
         "stored judgements (by judgement_id, or by group_key within run_id).",
     )
-    scale: tuple[float, float] | None = Field(default=None, description="Human score scale; default 0-1.")
+    scale: tuple[Finite, Finite] | None = Field(default=None, description="Human score scale; default 0-1.")

@@ -10,11 +10,12 @@ from fastapi.responses import PlainTextResponse
 
 from judge_service.api.deps import JudgementId, RunId, ServiceDep
 from judge_service.api.headers import idempotency_key_header
-from judge_service.api.middleware.auth import caller_of
+from judge_service.api.middleware.auth import caller_of, principal_of
+from judge_service.api.middleware.keys import Scope
 from judge_service.errors import InvalidGroupError, NotFoundError
 from judge_service.quality.agreement import AgreementReport, agreement
 from judge_service.quality.calibration import CalibrationReport, calibrate
-from judge_service.quality.labels import ANONYMOUS, labels_for
+from judge_service.quality.labels import labeler_for, labels_for
 from judge_service.quality.sources import JudgementGetter, index_for_labels, run_agreement_report, run_groups
 from judge_service.schemas import (
     AgreementRequest,
@@ -107,8 +108,10 @@ async def regrade(
 async def put_labels(
     judgement_id: JudgementId, request: LabelsRequest, http: Request, service: ServiceDep
 ) -> StoredLabels:
+    principal = principal_of(http.scope)
+    key = None if principal is None else principal.name
+    labeler = labeler_for(request.labeler, key, admin=principal is not None and principal.may(Scope.ADMIN))
     judgement = await service.get(judgement_id)
-    labeler = request.labeler or caller_of(http.scope) or ANONYMOUS
     await service.save_labels(labels_for(judgement, request, labeler=labeler), run_id=judgement.run_id)
     return StoredLabels(items=await service.labels_of(judgement_id))
 

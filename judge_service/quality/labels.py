@@ -12,12 +12,28 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from judge_service.errors import InvalidGroupError
+from judge_service.errors import ForbiddenError, InvalidGroupError
 from judge_service.quality.agreement import agreement
 from judge_service.schemas import FingerprintAgreement, HumanLabels, LabelsRequest, StoredJudgement
 
 WORST_SHOWN = 5
 ANONYMOUS = "anonymous"  # the labeler of labels sent without a name or an API key
+
+
+def labeler_for(asked: str | None, key: str | None, *, admin: bool) -> str:
+    """Who labels are stored under: the labeler asked for, else the API key's name (else anonymous: keys
+    off). A key writes under its own name only, unless it is an admin key: labels under a name are that
+    person's, and another key replacing them would be a forgery (ForbiddenError naming why). With keys
+    off there is no name to hold a caller to."""
+    if key is None:
+        return asked or ANONYMOUS
+    if asked is None or asked == key or admin:
+        return asked or key
+    raise ForbiddenError(
+        f"the key {key!r} writes labels under its own name only; labels under {asked!r} need a key with the "
+        f"admin scope (leave labeler out, or send {key!r})",
+        details={"labeler": asked, "key": key, "scope": "admin"},
+    )
 
 
 def labels_for(judgement: StoredJudgement, request: LabelsRequest, *, labeler: str) -> HumanLabels:

@@ -15,15 +15,16 @@ from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from pydantic import ValidationError
 
 from judge_service.api.deps import JudgementId, KeysDep, RunId, ServiceDep, StepNumber
-from judge_service.api.middleware.auth import caller_of, cookie
-from judge_service.api.middleware.keys import KeyRing
+from judge_service.api.middleware.auth import caller_of, cookie, principal_of
+from judge_service.api.middleware.keys import KeyRing, Scope
 from judge_service.api.middleware.session import CSRF_COOKIE
-from judge_service.errors import InvalidGroupError, JudgeServiceError, NotFoundError
+from judge_service.errors import ForbiddenError, InvalidGroupError, JudgeServiceError, NotFoundError
 from judge_service.quality.agreement import agreement
 from judge_service.quality.calibration import calibrate
-from judge_service.quality.labels import ANONYMOUS, labels_for
+from judge_service.quality.labels import ANONYMOUS, labeler_for, labels_for
 from judge_service.quality.sources import run_agreement_report, run_groups
 from judge_service.schemas import MAX_STEP, MAX_STEPS_PAGE, RUN_ID_PATTERN, LabelsRequest, StoredJudgement
 from judge_service.service import JudgeService
@@ -188,6 +189,7 @@ async def _judgement(
         labels=agreements,
         csrf=keys.sessions.csrf_token(seed),
         labeler=caller_of(request.scope) or ANONYMOUS,
+        labeler_fixed=not _may_name_labeler(request),
         error=error,
         error_explain=error_explain,
         json_url=f"/v1/judgements/{judgement_id}",
@@ -212,7 +214,15 @@ async def save_labels(
         for name, value in form.multi_items()
         if str(name).startswith(MARK_FIELD) and str(value).strip()
     }
-    labeler = str(form.get("labeler", "")).strip() or caller_of(request.scope) or ANONYMOUS
+    principal = principal_of(request.scope)
+    try:
+        labeler = labeler_for(
+            str(form.get("labeler", "")).strip() or None,
+            None if principal is None else principal.name,
+            admin=_may_name_labeler(request),
+        )
+    except ForbiddenError as exc:
+        return await _judgement(request, service, keys, judgement_id, error=exc.message, status_code=403)
     try:
         labels_request = LabelsRequest(
             human={answer_id: float(mark) for answer_id, mark in marks.items()},
@@ -227,6 +237,12 @@ async def save_labels(
         return await _judgement(request, service, keys, judgement_id, error=message, status_code=422)
     await service.save_labels(labels, run_id=judgement.run_id)
     return RedirectResponse(f"/ui/judgements/{judgement_id}#labels", status_code=303)
+
+
+def _may_name_labeler(request: Request) -> bool:
+    """Keys off, or an admin key: the form's name field may name anyone (quality/labels.py)."""
+    principal = principal_of(request.scope)
+    return principal is None or principal.may(Scope.ADMIN)
 
 
 @router.post("/judgements/{judgement_id}/reasons", response_class=HTMLResponse)
@@ -264,5 +280,8 @@ _PAGE_PATH = re.compile(
 
 
 def _first_line(exc: Exception) -> str:
+    if isinstance(exc, ValidationError) and exc.errors():  # its first line only names the model
+        first = exc.errors()[0]
+        return f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"[:300]
     text = exc.message if isinstance(exc, InvalidGroupError) else str(exc)
     return text.strip().splitlines()[0][:300]

@@ -199,6 +199,178 @@ def test_unpaired_surrogate_is_refused(client: TestClient) -> None:
     assert "answers.0.text" in response.json()["error"]["message"]
 
 
+def test_an_unpaired_surrogate_in_group_key_is_refused_before_any_judging(
+    client: TestClient, fake_backend: FakeBackend
+) -> None:
+    raw = json.dumps(group(2, run_id="surrogate", group_key="X")).replace('"X"', '"\\ud800"').encode()
+    response = post(client, raw)
+    assert response.status_code == 422, response.text
+    error = response.json()["error"]
+    assert error["details"][0]["field"] == "group_key" and "unpaired surrogate U+D800" in error["message"]
+    assert fake_backend.requests == []  # refused before the judge was asked
+    assert client.get("/v1/runs/surrogate/judgements").json()["items"] == []
+    paired = post(
+        client, json.dumps(group(2, run_id="surrogate", group_key="\U0001f600")).encode()
+    )  # \ud83d\ude00
+    assert paired.status_code == 200 and paired.json()["group_key"] == "\U0001f600"
+
+
+LONE = "\ud800"
+# Mappings whose keys are the caller's data (not field names): a lone surrogate in a key is refused too.
+DATA_MAPPINGS = {"item", "json_schema", "human", "scores", "graders"}
+CRITERION = {"name": "correctness", "description": "Is it right?", "mark_1": "wrong", "mark_5": "right"}
+STRING_CHECK = {
+    "type": "string_check",
+    "name": "s",
+    "input": "{{sample.output_text}}",
+    "reference": "x",
+    "operation": "eq",
+}
+ROUTE_BODIES: dict[str, tuple[str, str, dict[str, Any]]] = {
+    "judge": (
+        "POST",
+        "/v1/judge",
+        group(
+            2,
+            run_id="r",
+            group_key="g",
+            criteria=[CRITERION],
+            item={"k": "v", "l": ["x", {"m": "n"}]},
+            options={"labels": ["x"], "json_schema": {"type": "object", "title": "t"}},
+        ),
+    ),
+    "batch": ("POST", "/v1/judge/batch", {"groups": [group(2, group_key="g")]}),
+    "member": (
+        "POST",
+        "/v1/judge/member",
+        {
+            "group_key": "m",
+            "group_size": 1,
+            "answer": {"id": "a0", "text": "t"},
+            "conversation": [{"role": "user", "content": "q"}],
+            "reference": "r",
+            "item": {"k": "v"},
+        },
+    ),
+    "rubric": (
+        "POST",
+        "/v1/rubrics",
+        {"conversation": [{"role": "user", "content": "q"}], "reference": "r", "instructions": "i"},
+    ),
+    "rubric edit": ("PUT", "/v1/rubrics/{rubric}", {"criteria": [CRITERION], "note": "n"}),
+    "labels": ("PUT", "/v1/judgements/{judgement}/labels", {"human": {"a0": 1}, "labeler": "lab"}),
+    "agreement": (
+        "POST",
+        "/v1/quality/agreement",
+        {
+            "human": [{"group_key": "g", "labeler": "l", "human": {"a0": 1, "a1": 0}}],
+            "scores": {"g": {"a0": 0.5}},
+        },
+    ),
+    "calibration": ("POST", "/v1/quality/calibration", {"run_id": "r", "fingerprint": "f"}),
+    "regrade": (
+        "POST",
+        "/v1/regrade",
+        {"judgement_ids": ["{judgement}"], "criteria": [CRITERION], "as_run_id": "x"},
+    ),
+    "openrlhf": (
+        "POST",
+        "/v1/compat/openrlhf?group_size=1",
+        {"query": ["<|user|>q<|assistant|>a"], "prompts": ["<|user|>q"], "labels": ["l"]},
+    ),
+    "rft string_check": (
+        "POST",
+        "/v1/fine_tuning/alpha/graders/run",
+        {"grader": STRING_CHECK, "model_sample": "x", "item": {"k": "v"}},
+    ),
+    "rft score_model": (
+        "POST",
+        "/v1/fine_tuning/alpha/graders/run",
+        {
+            "grader": {
+                "type": "score_model",
+                "name": "s",
+                "model": "m",
+                "input": [{"role": "user", "content": "rate {{sample.output_text}}"}],
+                "sampling_params": {"reasoning_effort": "low"},
+            },
+            "model_sample": "x",
+        },
+    ),
+    "rft label_model": (
+        "POST",
+        "/v1/fine_tuning/alpha/graders/run",
+        {
+            "grader": {
+                "type": "label_model",
+                "name": "l",
+                "model": "m",
+                "input": [
+                    {"role": "user", "content": [{"type": "input_text", "text": "{{sample.output_text}}"}]}
+                ],
+                "labels": ["good", "bad"],
+                "passing_labels": ["good"],
+            },
+            "model_sample": "x",
+        },
+    ),
+    "rft multi": (
+        "POST",
+        "/v1/fine_tuning/alpha/graders/validate",
+        {
+            "grader": {
+                "type": "multi",
+                "name": "m",
+                "graders": {"a": STRING_CHECK},
+                "calculate_output": "a",
+            }
+        },
+    ),
+    "prune": ("POST", "/v1/prune", {"before": "2000-01-01T00:00:00Z", "run_id": "zz"}),
+}
+
+
+def lone_surrogates(node: Any, data: bool = False) -> Iterator[Any]:
+    """`node` once per string in it (values, and keys of data mappings), that string with a lone surrogate."""
+    if isinstance(node, str):
+        yield LONE + node
+    elif isinstance(node, list):
+        for i, child in enumerate(node):
+            yield from ([*node[:i], changed, *node[i + 1 :]] for changed in lone_surrogates(child, data))
+    elif isinstance(node, dict):
+        for key, child in node.items():
+            inner = data or key in DATA_MAPPINGS
+            yield from ({**node, key: changed} for changed in lone_surrogates(child, inner))
+            if data:
+                yield {(LONE + k if k == key else k): v for k, v in node.items()}
+
+
+@pytest.mark.parametrize("route", sorted(ROUTE_BODIES))
+def test_a_lone_surrogate_in_any_caller_string_is_refused_before_any_work(
+    client: TestClient, fake_backend: FakeBackend, route: str
+) -> None:
+    judgement = client.post("/v1/judge", json=group(2, run_id="r", group_key="g")).json()["judgement_id"]
+    rubric = client.post(
+        "/v1/rubrics", json={"conversation": [{"role": "user", "content": "q"}], "reference": "r"}
+    )
+    method, path, body = ROUTE_BODIES[route]
+    path = path.format(judgement=judgement, rubric=rubric.json()["id"])
+    body = json.loads(json.dumps(body).replace("{judgement}", judgement))
+    assert client.request(method, path, json=body).status_code == 200  # the body as sent is fine
+    calls, stored = len(fake_backend.requests), client.get("/v1/runs/r/judgements").json()["items"]
+    variants = list(lone_surrogates(body))
+    assert variants
+    for variant in variants:
+        response = client.request(
+            method, path, content=json.dumps(variant), headers={"content-type": "application/json"}
+        )
+        assert response.status_code == 422, (variant, response.text)
+        assert response.json()["error"]["code"] in ("invalid_request", "invalid_group"), response.text
+    assert len(fake_backend.requests) == calls
+    assert client.get("/v1/runs/r/judgements").json()["items"] == stored
+    assert client.get(f"/v1/judgements/{judgement}/labels").status_code == 200
+
+
 @pytest.mark.parametrize("path", ["/v1/judge", "/v1/judge/member"])
 def test_a_step_no_store_can_hold_is_refused(client: TestClient, path: str) -> None:
     body = group(2, step=2**63)

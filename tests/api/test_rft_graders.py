@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import openai
 import pytest
 from fastapi.testclient import TestClient
@@ -99,6 +100,20 @@ def test_openai_package_validates(sdk: openai.OpenAI) -> None:
         sdk.fine_tuning.alpha.graders.validate(grader=MULTI | {"calculate_output": "capital.real"})  # type: ignore[arg-type]
     with pytest.raises(openai.UnprocessableEntityError, match="operation"):
         sdk.fine_tuning.alpha.graders.validate(grader=STRING_CHECK | {"operation": "contains"})  # type: ignore[arg-type]
+
+
+def test_validate_refuses_python_nested_too_deeply_for_the_compiler(service: ServiceProcess) -> None:
+    """100,000 unary minuses overflow the compiler's own stack: a 422 saying so, not a 500."""
+    deep = PYTHON | {"source": "x = " + "-" * 100_000 + "1"}
+    with httpx.Client(base_url=f"{service.url}/v1/fine_tuning/alpha/graders", timeout=30) as client:
+        refused = client.post("/validate", json={"grader": deep})
+        assert refused.status_code == 422, refused.text
+        error = refused.json()["error"]
+        assert "nested too deeply" in error["message"] and error["details"] == {
+            "flag": "python_grader_runtime_error"
+        }
+        assert client.post("/validate", json={"grader": PYTHON}).status_code == 200
+        assert httpx.get(f"{service.url}/readyz", timeout=10).status_code == 200
 
 
 def test_inline_python_is_refused_by_default(client: TestClient) -> None:

@@ -4,6 +4,7 @@ duplicates, idempotency keys and their races, concurrency, and the lifecycle."""
 from __future__ import annotations
 
 import asyncio
+import sys
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
@@ -11,8 +12,10 @@ import pytest
 
 from judge_service.errors import InvalidGroupError
 from judge_service.schemas import (
+    MAX_ANSWERS,
     MAX_STEP,
     MAX_TEXT_CHARS,
+    Answer,
     ChatMessage,
     Criterion,
     ExplainedReasons,
@@ -334,6 +337,111 @@ async def test_the_largest_values_a_request_may_carry_round_trip(store: Judgemen
     assert await store.get("extreme") == judgement
     page = await store.list_run("run-a", step=MAX_STEP)
     assert [i.judgement_id for i in page.items] == ["extreme"]
+
+
+MOST, LEAST_NORMAL, LEAST = sys.float_info.max, sys.float_info.min, 5e-324
+EXTREME_NUMBERS = {
+    "most": MOST,
+    "-most": -MOST,
+    "least": LEAST,
+    "-least": -LEAST,
+    "least normal": LEAST_NORMAL,
+    "negative zero": -0.0,
+    "past int64": 10**30,
+    "-past int64": -(10**30),
+    "int64": 2**63 - 1,
+}
+
+
+async def test_extreme_numbers_and_texts_in_a_callers_judgement_round_trip(store: JudgementStore) -> None:
+    """What a caller may put into a judgement, at the edges of what the request bounds admit, reads back
+    exactly: doubles at both ends of their range (sign of zero included), integers past 64 bits, the
+    longest texts and names, astral-plane and other unusual characters."""
+    judgement = make_judgement("extremes", step=MAX_STEP)
+    long_text = ("\U0010ffff\u0085\u2028ẞ\t" * MAX_TEXT_CHARS)[:MAX_TEXT_CHARS]
+    criteria = [
+        Criterion(
+            name="c" * 32,
+            description="🧪" * 500,
+            mark_1="\t\r\n" + "é" * 297,
+            mark_5="\U0001f600" * 300,
+            weight=100,
+        ),
+        Criterion(name="tiny", description="d", mark_1="1", mark_5="5", weight=LEAST),
+    ]
+    request = judgement.request.model_copy(
+        update={
+            "answers": [Answer(id=f"{i:064d}", text=long_text) for i in range(8)],
+            "criteria": criteria,
+            "item": {**EXTREME_NUMBERS, "nested": [[[EXTREME_NUMBERS]]], "text": "🧪" * 4000, "": None},
+            "seed": 2**32 - 1,
+            "group_key": "\U0001f600" * 256,
+        }
+    )
+    judgement = judgement.model_copy(update={"request": request, "group_key": request.group_key})
+    await store.save(judgement)
+    loaded = await store.get("extremes")
+    assert loaded == judgement
+    assert loaded is not None and repr(loaded.request.item) == repr(request.item)  # -0.0 stays -0.0
+
+
+async def test_labels_at_the_edges_of_what_a_label_request_admits_round_trip(store: JudgementStore) -> None:
+    judgement = make_judgement("labelled-extremes")
+    await store.save(judgement)
+    jid = judgement.judgement_id
+    labels = [
+        HumanLabels(
+            judgement_id=jid,
+            labeler="ranker",
+            human={f"{i:064d}": i + 1 for i in range(MAX_ANSWERS)},
+            kind="rank",
+        ),
+        HumanLabels(
+            judgement_id=jid,
+            labeler="tiny.one@x: y-z_",
+            human={"a0": LEAST, "a1": LEAST_NORMAL},
+            scale=(0, 1),
+        ),
+        HumanLabels(
+            judgement_id=jid,
+            labeler="w" * 64,
+            human={"a0": MOST, "a1": -MOST, "a2": -0.0},
+            scale=(-MOST, MOST),
+        ),
+    ]
+    for label in labels:
+        await store.save_labels(label, run_id="run-a")
+    expected = sorted(labels, key=lambda label: label.labeler or "")
+    assert await store.labels_of(jid) == expected
+    assert await store.run_labels("run-a") == expected
+    assert [repr(label.human) for label in await store.labels_of(jid)] == [
+        repr(label.human) for label in expected
+    ]
+    # What JSON cannot hold cannot be built, so it is never stored (the 422 of PUT .../labels).
+    for bad in ({"human": {"a0": 1}, "scale": (0, float("inf"))}, {"human": {"a0": float("nan")}}):
+        with pytest.raises(ValueError, match="finite"):
+            HumanLabels(judgement_id=jid, labeler="x", **bad)
+
+
+async def test_a_rubric_at_the_edges_of_what_an_edit_admits_round_trips(store: JudgementStore) -> None:
+    items = [
+        Criterion(
+            name=f"item_{i}", description="🧪" * 500, scale="binary", kind="pitfall" if i else "essential"
+        )
+        for i in range(20)
+    ]
+    rubric = _rubric(1, "x").model_copy(
+        update={
+            "criteria": items,
+            "note": "\u2028ü" * 250,
+            "request": RubricRequest(
+                conversation=[ChatMessage(role="user", content="🧪" * MAX_TEXT_CHARS)],
+                reference="é" * MAX_TEXT_CHARS,
+            ),
+        }
+    )
+    assert await store.save_rubric(rubric) == rubric
+    assert await store.rubric(rubric.id, 1) == rubric
 
 
 def _reasons(word: str) -> ExplainedReasons:

@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from judge_service.schemas import MAX_MEMBER_DEADLINE_S, MemberRequest, MemberResponse
+from judge_service.schemas import MAX_MEMBER_DEADLINE_S, MemberRequest, MemberResponse, Unicode
 
 _SPECIAL = re.compile(r"<\|[^|<>]{1,64}\|>|</?s>")
 # Chat templates whose turns can be read back from the prompt text: ChatML (Qwen and others), Llama 3.
@@ -42,8 +42,8 @@ class OpenRLHFRequest(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    query: list[str] = Field(min_length=1, max_length=256)
-    prompts: list[str] = Field(min_length=1, max_length=256)
+    query: list[Unicode] = Field(min_length=1, max_length=256)
+    prompts: list[Unicode] = Field(min_length=1, max_length=256)
     labels: list[Any] | None = None
 
 
@@ -91,7 +91,8 @@ def _member(query: str, prompt: str, label: Any, params: OpenRLHFParams) -> Memb
     response = query[len(prompt) :] if query.startswith(prompt) else query
     answer = strip_special(response)
     group_id, reference = _label_parts(label)
-    key = group_id or hashlib.sha256(f"{prompt}\n{reference}".encode()).hexdigest()[:32]
+    # surrogatepass: a lone surrogate in a label is refused below, by MemberRequest, naming the field
+    key = group_id or hashlib.sha256(f"{prompt}\n{reference}".encode(errors="surrogatepass")).hexdigest()[:32]
     body: dict[str, Any] = {
         "group_key": key,
         "group_size": params.group_size,

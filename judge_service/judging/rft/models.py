@@ -12,6 +12,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from judge_service.schemas import Unicode
+
 MAX_TEMPLATE_CHARS = 20_000
 MAX_SOURCE_CHARS = 256_000
 
@@ -69,7 +71,7 @@ Content = Annotated[TextContent | MediaContent, Field(discriminator="type")]
 
 class InputMessage(_Config):
     role: Literal["user", "assistant", "system", "developer"]
-    content: str | Content | list[str | Content]
+    content: Unicode | Content | list[Unicode | Content]
     type: Literal["message"] | None = None
 
     def parts(self) -> list[str | TextContent | MediaContent]:
@@ -78,7 +80,7 @@ class InputMessage(_Config):
 
 class SamplingParams(_Config):
     max_completions_tokens: int | None = Field(default=None, ge=1, le=32_768)
-    reasoning_effort: str | None = None
+    reasoning_effort: Unicode | None = None
     seed: int | None = None
     temperature: float | None = Field(default=None, ge=0, le=2)
     top_p: float | None = Field(default=None, gt=0, le=1)
@@ -110,8 +112,8 @@ class LabelModelGrader(_Config):
     name: str = Field(min_length=1, max_length=128)
     model: str = Field(max_length=256, description="Recorded; this service's judge model answers.")
     input: list[InputMessage] = Field(min_length=1, max_length=64)
-    labels: list[str] = Field(min_length=1, max_length=256)
-    passing_labels: list[str] = Field(min_length=1, max_length=256)
+    labels: list[Unicode] = Field(min_length=1, max_length=256)
+    passing_labels: list[Unicode] = Field(min_length=1, max_length=256)
 
     @model_validator(mode="after")
     def _passing_subset(self) -> LabelModelGrader:
@@ -125,7 +127,7 @@ class PythonGrader(_Config):
     type: Literal["python"]
     name: str = Field(min_length=1, max_length=128)
     source: str = Field(min_length=1, max_length=MAX_SOURCE_CHARS)
-    image_tag: str | None = Field(default=None, description="Recorded; the service's own Python runs it.")
+    image_tag: Unicode | None = Field(default=None, description="Recorded; the service's own Python runs it.")
 
 
 LeafGrader = Annotated[
@@ -137,7 +139,7 @@ LeafGrader = Annotated[
 class MultiGrader(_Config):
     type: Literal["multi"]
     name: str = Field(min_length=1, max_length=128)
-    graders: dict[str, LeafGrader] = Field(min_length=1, max_length=32)
+    graders: dict[Unicode, LeafGrader] = Field(min_length=1, max_length=32)
     calculate_output: str = Field(min_length=1, max_length=2000)
 
     @field_validator("graders", mode="before")

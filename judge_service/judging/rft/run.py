@@ -150,6 +150,12 @@ class RftRunner:
                         "python_grader_runtime_error",
                         f"python grader {leaf.name!r}: {exc.msg} (line {exc.lineno})",
                     ) from exc
+                except (RecursionError, MemoryError) as exc:  # the compiler's own stack ran out, not memory
+                    raise GraderConfigError(
+                        "python_grader_runtime_error",
+                        f"python grader {leaf.name!r}: the source is nested too deeply for Python's compiler "
+                        "(an expression thousands of levels deep); flatten it",
+                    ) from exc
             if isinstance(leaf, TextSimilarityGrader):
                 try:
                     check_metric(leaf.evaluation_metric)
