@@ -15,8 +15,9 @@ from judge_service.api.compat import router as compat
 from judge_service.api.errors import install_error_handlers
 from judge_service.api.middleware.auth import ApiKeyAuth, public_paths
 from judge_service.api.middleware.drain import DrainGate, DrainState
+from judge_service.api.middleware.hosts import HostPolicy
 from judge_service.api.middleware.keys import KeyRing, ShareLimits, parse_keys
-from judge_service.api.middleware.limits import BodySizeLimit
+from judge_service.api.middleware.limits import RequestBody
 from judge_service.api.middleware.request_metrics import RequestMetrics
 from judge_service.api.scopes import gate_routes
 from judge_service.api.shares import KeyShares
@@ -24,7 +25,7 @@ from judge_service.assembly import AssemblySettings, build_assembly
 from judge_service.backends.base import JudgeBackend
 from judge_service.backends.factory import build_backend
 from judge_service.backends.readiness import Readiness, follow_backend
-from judge_service.config import Settings
+from judge_service.config import Settings, parse_allowed_hosts
 from judge_service.judging.base import Grader
 from judge_service.judging.code.grader import load_code_grader
 from judge_service.judging.code.pool import WorkerPool
@@ -64,7 +65,7 @@ def create_app(
     `on_fatal` stops the server when the in-process engine dies (cli.py passes it)."""
     settings = settings or Settings()
     metrics = metrics or JudgeMetrics()
-    drain = DrainState()
+    drain = DrainState(settings.max_requests_in_flight)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -200,8 +201,10 @@ def create_app(
     app.state.settings = settings
     app.state.drain = drain
     install_error_handlers(app)
-    # Middleware added later runs earlier: request counting sees every refusal below.
-    app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
+    # Middleware added later runs earlier: request counting sees every refusal below. The gate counts
+    # requests whose body the reader outside it has read in full (a slow sender holds no slot).
+    app.add_middleware(DrainGate, state=drain)
+    app.add_middleware(RequestBody, max_bytes=settings.max_request_bytes, refusing=drain.refusing)
     app.state.keys = keys = KeyRing(
         parse_keys(settings.api_keys),
         keys_file=settings.api_keys_file,
@@ -209,8 +212,8 @@ def create_app(
         session_secret=settings.session_secret,
     )
     app.state.shares = KeyShares()
-    app.add_middleware(ApiKeyAuth, keys=keys, public_paths=public_paths(settings.metrics_public))
-    app.add_middleware(DrainGate, state=drain, max_in_flight=settings.max_requests_in_flight)
+    hosts = HostPolicy(settings.host, parse_allowed_hosts(settings.allowed_hosts or ""))
+    app.add_middleware(ApiKeyAuth, keys=keys, public_paths=public_paths(settings.metrics_public), hosts=hosts)
     app.add_middleware(RequestMetrics, metrics=metrics, log_requests=settings.access_log)
     app.include_router(routes.router)
     app.include_router(pages.router)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from pathlib import Path
 from typing import Literal
@@ -356,8 +357,9 @@ class Settings(BaseSettings):
     max_requests_in_flight: int = Field(
         default=512,
         ge=1,
-        description="HTTP requests handled at once (probes aside); beyond it 429 before the body is read. "
-        "With max_request_bytes it bounds the memory request bodies can hold (512 x 4 MiB at worst).",
+        description="HTTP requests handled at once (probes aside), counted from when a request's body has "
+        "arrived in full, so a client that sends slowly holds none; when it is full, 429 before the body is "
+        "read. With max_request_bytes it bounds the memory the requests being handled hold (512 x 4 MiB).",
     )
 
     # --- group assembly (POST /v1/judge/member)
@@ -395,6 +397,29 @@ class Settings(BaseSettings):
         description="Largest request body accepted (413 too_large beyond it); 4 MiB holds dozens of "
         "typical groups per batch, while a single group that large would not fit a judge's context.",
     )
+    header_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        le=300,
+        description="Seconds a connection has to send a request's headers, from when it opens or from the "
+        "request's first byte after a pause; past it the connection is closed (408 request_timeout when "
+        "part of a request came). Slow or silent clients hold a socket no longer than this.",
+    )
+    body_timeout_s: float = Field(
+        default=60.0,
+        gt=0,
+        le=3600,
+        description="Seconds a request's body has to arrive in full, from its headers; past it 408 "
+        "request_timeout and the connection is closed. 4 MiB at 1 Mbit/s takes about 35 s.",
+    )
+    keep_alive_s: int = Field(
+        default=15,
+        ge=1,
+        le=3600,
+        description="Seconds an idle keep-alive connection stays open between requests. Above the 5 s an "
+        "httpx client keeps one idle, so the client closes first; behind a load balancer that reuses "
+        "connections longer (an AWS ALB: 60 s), set it above the balancer's idle timeout.",
+    )
 
     # --- access
     api_keys: SecretStr | None = Field(
@@ -426,6 +451,14 @@ class Settings(BaseSettings):
         "unless its entry in the keys file says otherwise. Unset: no per-key rate.",
     )
     metrics_public: bool = Field(default=True, description="Serve /metrics without an API key.")
+    allowed_hosts: str | None = Field(
+        default=None,
+        description="Names a request may call the service by (its Host header) besides the address it is "
+        "bound to (any address when bound to every interface) and, when bound to loopback or every "
+        "interface, localhost: a comma list or a JSON list; '.example.com' for that domain and its "
+        "subdomains; '*' for any name. Others get 400 host_not_allowed: a web page whose name resolves to "
+        "this service (DNS rebinding) cannot read it. Behind a load balancer, list the names it forwards.",
+    )
 
     # --- storage
     database_url: SecretStr | None = Field(
@@ -500,6 +533,13 @@ class Settings(BaseSettings):
                 parse_canary_kinds(value)
             except ValueError as exc:
                 raise ValueError(f"JUDGE_CANARY_KINDS: {exc}") from None
+        return value
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _host_names(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_allowed_hosts(value)  # ValueError names the setting and what to fix
         return value
 
     @field_validator("chat_template", "reasoning_parser_plugin")
@@ -588,3 +628,28 @@ def parse_thinking(value: str) -> Thinking:
             f"JUDGE_THINKING must be 'off', 'on', a budget of thinking tokens (1-{MAX_THINKING_BUDGET}) or "
             f'{{"budget": N}}; got {value!r}'
         ) from exc
+
+
+def parse_allowed_hosts(value: str) -> tuple[str, ...]:
+    """JUDGE_ALLOWED_HOSTS: host names as a comma list or a JSON list (api/middleware/hosts.py matches
+    them); ValueError saying what to fix."""
+    text = value.strip()
+    if text.startswith("["):
+        try:
+            entries = json.loads(text)
+        except ValueError:
+            raise ValueError(f"JUDGE_ALLOWED_HOSTS is not a JSON list of names: {value!r}") from None
+        if not isinstance(entries, list) or not all(isinstance(e, str) for e in entries):
+            raise ValueError(f"JUDGE_ALLOWED_HOSTS: a JSON list must hold names (strings): {value!r}")
+    else:
+        entries = text.split(",")
+    names = tuple(entry.strip() for entry in entries if entry.strip())
+    for name in names:
+        if name != "*" and ("*" in name or "/" in name or any(c.isspace() for c in name)):
+            raise ValueError(
+                f"JUDGE_ALLOWED_HOSTS: {name!r} is not a host name; give names such as 'judge.example.com', "
+                "'.example.com' for a domain and its subdomains, or '*' for any name"
+            )
+        if name.count(":") == 1:
+            raise ValueError(f"JUDGE_ALLOWED_HOSTS: {name!r}: give the name without a port (any port goes)")
+    return names

@@ -5,9 +5,10 @@ table does not name (a new route cannot slip in unguarded), and writes each rout
 OpenAPI operation as `x-scope`, so a client can see what its key needs.
 
 The check runs as a thin wrapper around each route's own ASGI app, after routing and before the body is
-read or parsed: a key without the scope gets 403 `forbidden` naming the scope it lacks, however large its
-body. Requests without a principal pass: either keys are off, or the route is public (the probes, and
-/metrics when public), which the auth middleware has already decided.
+parsed or any work is done (the body reader has read it, within its size cap and deadline): a key without
+the scope gets 403 `forbidden` naming the scope it lacks, whatever its body. Requests without a principal
+pass: either keys are off, or the route is public (the probes, and /metrics when public), which the auth
+middleware has already decided.
 """
 
 from __future__ import annotations

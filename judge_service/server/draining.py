@@ -29,6 +29,7 @@ import uvicorn
 from judge_service.app import create_app
 from judge_service.config import Settings
 from judge_service.redaction import protect_logs
+from judge_service.server.connections import with_deadlines
 from judge_service.server.parent_watch import watch_parent
 
 log = logging.getLogger(__name__)
@@ -82,6 +83,9 @@ def serve(settings: Settings, listen_fd: int | None = None) -> int:
         access_log=False,  # the service writes its own, naming the key (api/middleware/request_metrics.py)
         # After the drain, connections still open (idle keep-alives) get this long to close.
         timeout_graceful_shutdown=max(1, math.ceil(settings.drain_timeout_s)),
+        # Slow or silent clients: deadlines for headers and bodies (the protocol), and for idle keep-alives.
+        http=with_deadlines(settings.header_timeout_s, settings.body_timeout_s),
+        timeout_keep_alive=settings.keep_alive_s,
     )
     protect_logs()  # uvicorn's handlers, which building its Config has just set up
     server = DrainingServer(config, lambda: getattr(app.state, "shut_down", None))

@@ -137,7 +137,7 @@ def refusal_without_sending_the_body(port: int, declared_bytes: int) -> int:
     waits for the body never answers (the socket times out); one that refuses first answers at once."""
     with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
         head = (
-            f"POST /v1/judge HTTP/1.1\r\nHost: judge\r\nContent-Type: application/json\r\n"
+            f"POST /v1/judge HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
             f"Content-Length: {declared_bytes}\r\n\r\n"
         )
         conn.sendall(head.encode())

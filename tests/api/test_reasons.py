@@ -228,7 +228,7 @@ def test_the_client_asks_for_reasons_and_reads_them_back(tmp_path: Path) -> None
     with make_client(tmp_path, FakeBackend()) as service:
         wait_ready(service)
         client = JudgeClient(
-            base_url="http://test", transport=httpx.MockTransport(lambda r: _forward(service, r))
+            base_url="http://testserver", transport=httpx.MockTransport(lambda r: _forward(service, r))
         )
         body = client.judge(group(2, reasons="none"))
         explained = client.explain(body.judgement_id)

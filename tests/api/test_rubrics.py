@@ -280,7 +280,7 @@ def test_the_client_writes_reads_and_edits_rubrics(tmp_path: Path) -> None:
     with make_client(tmp_path, FakeBackend()) as service:
         wait_ready(service)
         client = JudgeClient(
-            base_url="http://test", transport=httpx.MockTransport(lambda r: _forward(service, r))
+            base_url="http://testserver", transport=httpx.MockTransport(lambda r: _forward(service, r))
         )
         written = client.write_rubric(RubricRequest.model_validate(rubric_body(items=3)))
         assert client.write_rubric(rubric_body(items=3)) == written

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import yaml
 
+from judge_service.config import parse_allowed_hosts
 from tests.deploy.conftest import DEPLOY, run, tool
 
 COMPOSE = DEPLOY / "compose" / "compose.yaml"
@@ -55,3 +57,14 @@ def test_two_replicas_on_postgres_behind_a_balancer_through_the_router() -> None
     assert "--policy consistent_hash" in services["router"]["command"]
     for mounted in ("../prometheus/alerts.yml", "../grafana/judge-service.json"):
         assert (COMPOSE.parent / mounted).resolve().exists()
+
+
+def test_the_replicas_answer_to_the_name_the_balancer_calls_them_by() -> None:
+    """nginx forwards with its upstream's name as Host: the Host check (JUDGE_ALLOWED_HOSTS) lets it in."""
+    services = yaml.safe_load(COMPOSE.read_text())["services"]
+    nginx = (COMPOSE.parent / "nginx.conf").read_text()
+    upstream = re.search(r"upstream (\S+) \{\s*server (\S+?):", nginx)
+    proxied = re.search(r"proxy_pass http://(\S+);", nginx)
+    assert upstream is not None and proxied is not None and "proxy_set_header Host" not in nginx
+    assert upstream.group(2) in services and proxied.group(1) == upstream.group(1)
+    assert proxied.group(1) in parse_allowed_hosts(services["judge"]["environment"]["JUDGE_ALLOWED_HOSTS"])

@@ -10,6 +10,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from judge_service.config import Settings
 from tests.deploy.conftest import DEPLOY, run, tool
 
 KUBERNETES = DEPLOY / "kubernetes"
@@ -77,3 +78,20 @@ def test_the_gpu_overlay_judges_through_the_router_over_the_engines() -> None:
     assert workers == [f"http://vllm-{i}.vllm:8000" for i in range(engines["replicas"])]
     limits = engines["template"]["spec"]["containers"][0]["resources"]["limits"]
     assert limits["nvidia.com/gpu"] == "1"
+
+
+@pytest.mark.parametrize("overlay", ["cpu-demo", "gpu"])
+def test_replicas_answer_to_the_names_of_their_service(overlay: str) -> None:
+    """The Host check (JUDGE_ALLOWED_HOSTS) lets in every name the Service is called by in the cluster."""
+    objects = render(KUBERNETES / "overlays" / overlay)
+    service = by_kind(objects, "Service", "judge-service")["metadata"]["name"]
+    (container,) = by_kind(objects, "Deployment", "judge-service")["spec"]["template"]["spec"]["containers"]
+    names = [e["name"] for e in container["env"]]
+    env = {e["name"]: e for e in container["env"]}
+    assert env["POD_NAMESPACE"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace"
+    assert names.index("POD_NAMESPACE") < names.index("JUDGE_ALLOWED_HOSTS")  # expanded in order
+    allowed = env["JUDGE_ALLOWED_HOSTS"]["value"].split(",")
+    namespaced = f"{service}.$(POD_NAMESPACE)"
+    assert allowed == [service, namespaced, f"{namespaced}.svc", f"{namespaced}.svc.cluster.local"]
+    settings = Settings(allowed_hosts=env["JUDGE_ALLOWED_HOSTS"]["value"].replace("$(POD_NAMESPACE)", "ml"))
+    assert settings.allowed_hosts is not None

@@ -1,3 +1,4 @@
 """ASGI middleware around every route, outermost first as app.py adds them: request metrics
-(request_metrics.py), the drain gate and in-flight cap (drain.py), API-key authentication with page sessions
-(auth.py, session.py), and the body-size limit (limits.py)."""
+(request_metrics.py), the Host check and API-key authentication with page sessions (hosts.py, auth.py,
+session.py), the body reader with its size cap and deadline (limits.py), and the drain gate and in-flight
+cap (drain.py)."""

@@ -11,6 +11,9 @@ tenants sharing the service cannot collide (service/idempotency.py).
 
 The pages under /ui also accept the signed session cookie their sign-in sets (session.py); without
 either, a page request is sent to the sign-in page (a GET) or refused 401 (anything else).
+
+Before any of that, keys on or off and on every route, the request must name the service by a host it
+answers to (hosts.py): 400 host_not_allowed otherwise (DNS rebinding).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from starlette.types import ASGIApp, Receive, Send
 from starlette.types import Scope as ASGIScope
 
 from judge_service.api.errors import error_response
+from judge_service.api.middleware.hosts import HostPolicy
 from judge_service.api.middleware.keys import KeyRing, Principal, Scope
 from judge_service.api.middleware.session import SESSION_COOKIE
 from judge_service.api.paths import METRICS, PROBES
@@ -39,16 +43,25 @@ def public_paths(metrics_public: bool) -> frozenset[str]:
 
 
 class ApiKeyAuth:
-    def __init__(self, app: ASGIApp, keys: KeyRing, public_paths: frozenset[str]) -> None:
+    def __init__(self, app: ASGIApp, keys: KeyRing, public_paths: frozenset[str], hosts: HostPolicy) -> None:
         self.app = app
         self._keys = keys
         self._public = public_paths | {SIGN_IN}
+        self._hosts = hosts
 
     @property
     def enabled(self) -> bool:
         return self._keys.enabled
 
     async def __call__(self, scope: ASGIScope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            host = self._hosts.refused(scope)
+            if host is not None:
+                if scope["type"] == "websocket":
+                    await send({"type": "websocket.close", "code": 1008})
+                else:
+                    await self._hosts.refusal(host)(scope, receive, send)
+                return
         if not self.enabled or scope["type"] not in ("http", "websocket") or scope["path"] in self._public:
             await self.app(scope, receive, send)
             return

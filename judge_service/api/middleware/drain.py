@@ -1,9 +1,11 @@
 """Requests in flight: counted, capped, and drained at shutdown before the app closes its store.
 
 `DrainGate` is pure ASGI middleware that counts the requests in flight (health and metrics aside).
-Past `max_in_flight` a new request gets 429 `overloaded` before its body is read: the admission queue
-bounds the groups waiting for the judge, this bounds the requests being read, validated or answered,
-and so (with the body-size cap) the memory that request bodies can hold.
+It sits inside the body reader (limits.py), so a request counts once its body has arrived: a client
+that sends slowly holds no slot. Past `max_in_flight` a new request gets 429 `overloaded` (before its
+body is read: the reader leaves it unread while `refusing()`): the admission queue bounds the groups
+waiting for the judge, this bounds the requests being validated or answered, and so (with the
+body-size cap) the memory their bodies hold.
 At shutdown the lifespan calls `drain()`: from then on new requests get 503 `shutting_down` (retry on
 another replica), and the call returns once the in-flight ones have finished, or after the timeout.
 Without it, closing the backend and the store under a group still being judged would turn finished
@@ -28,11 +30,17 @@ UNTRACKED_PATHS = PROBES | {METRICS}
 
 
 class DrainState:
-    """Shared by the middleware (counts requests) and the lifespan (waits for them)."""
+    """Shared by the middleware (counts requests), the body reader (skips bodies it would refuse) and
+    the lifespan (waits for them)."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_in_flight: int) -> None:
         self.active = 0
+        self.max_in_flight = max_in_flight
         self.reopen()
+
+    def refusing(self) -> bool:
+        """A request arriving now would be refused: the service is draining, or the cap is full."""
+        return self.draining or self.active >= self.max_in_flight
 
     def reopen(self) -> None:
         """Accept requests again (lifespan startup): a fresh event bound to the running loop."""
@@ -66,10 +74,9 @@ class DrainState:
 
 
 class DrainGate:
-    def __init__(self, app: ASGIApp, state: DrainState, max_in_flight: int) -> None:
+    def __init__(self, app: ASGIApp, state: DrainState) -> None:
         self.app = app
         self.state = state
-        self.max_in_flight = max_in_flight
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get("path") in UNTRACKED_PATHS:
@@ -85,14 +92,14 @@ class DrainGate:
             )
             await response(scope, receive, send)
             return
-        if self.state.active >= self.max_in_flight:
+        if self.state.active >= self.state.max_in_flight:
             response = error_response(
                 429,
                 "overloaded",
                 f"the service is handling {self.state.active} requests, its limit "
                 "(JUDGE_MAX_REQUESTS_IN_FLIGHT); retry after Retry-After seconds, or send groups in "
                 "batches (POST /v1/judge/batch) instead of one request each",
-                {"limit": self.max_in_flight},
+                {"limit": self.state.max_in_flight},
                 headers={"Retry-After": "1", "Connection": "close"},  # the unread body is not drained
             )
             await response(scope, receive, send)
