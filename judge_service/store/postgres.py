@@ -485,7 +485,7 @@ class PostgresJudgementStore:
 
         async def select(conn: psycopg.AsyncConnection[Any]) -> list[HumanLabels]:
             rows = await (await conn.execute(sql, (judgement_id,))).fetchall()
-            return [HumanLabels.model_validate_json(doc) for (doc,) in rows]
+            return run_views.labels_from(doc for (doc,) in rows)
 
         return await self._run(select)
 
@@ -494,7 +494,7 @@ class PostgresJudgementStore:
 
         async def select(conn: psycopg.AsyncConnection[Any]) -> list[HumanLabels]:
             rows = await (await conn.execute(sql, (run_id, limit))).fetchall()
-            return [HumanLabels.model_validate_json(doc) for (doc,) in rows]
+            return run_views.labels_from(doc for (doc,) in rows)
 
         return await self._run(select)
 

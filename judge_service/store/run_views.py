@@ -9,9 +9,12 @@ Both are keyset-paged: runs on run_id, steps on step. Written once with `{p}` fo
 
 from __future__ import annotations
 
+import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
+
+from pydantic import ValidationError
 
 from judge_service.schemas import (
     CANARY_KINDS,
@@ -25,6 +28,8 @@ from judge_service.schemas import (
 )
 from judge_service.store import codec
 from judge_service.store.codec import now_text
+
+log = logging.getLogger(__name__)
 
 
 def run_judgements_query(
@@ -122,6 +127,21 @@ def upsert_labels_sql(p: str) -> str:
 
 def labels_row(labels: HumanLabels, run_id: str | None) -> tuple[object, ...]:
     return (labels.judgement_id, labels.labeler or "", run_id, labels.model_dump_json(), now_text())
+
+
+def labels_from(docs: Iterable[str]) -> list[HumanLabels]:
+    """Stored labels as read: one that no longer validates (an infinite scale stored as null by a
+    release that accepted it) is left out with a warning, never a 500 for every page that lists it; the
+    person's next PUT replaces it."""
+    labels = []
+    for doc in docs:
+        try:
+            labels.append(HumanLabels.model_validate_json(doc))
+        except ValidationError as exc:
+            log.warning(
+                "stored labels left out, they do not read back (%s): %.200s", exc.errors()[0]["msg"], doc
+            )
+    return labels
 
 
 def labels_of_sql(p: str) -> str:

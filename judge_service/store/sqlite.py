@@ -463,12 +463,12 @@ class SqliteJudgementStore:
     async def labels_of(self, judgement_id: str) -> list[HumanLabels]:
         sql = run_views.labels_of_sql("?")
         rows = await self._run(lambda: self._connection().execute(sql, (judgement_id,)).fetchall())
-        return [HumanLabels.model_validate_json(doc) for (doc,) in rows]
+        return run_views.labels_from(doc for (doc,) in rows)
 
     async def run_labels(self, run_id: str, *, limit: int = 10_000) -> list[HumanLabels]:
         sql = run_views.run_labels_sql("?")
         rows = await self._run(lambda: self._connection().execute(sql, (run_id, limit)).fetchall())
-        return [HumanLabels.model_validate_json(doc) for (doc,) in rows]
+        return run_views.labels_from(doc for (doc,) in rows)
 
     async def save_explained(self, judgement_id: str, reasons: ExplainedReasons) -> ExplainedReasons:
         def save() -> ExplainedReasons:

@@ -423,6 +423,29 @@ async def test_labels_at_the_edges_of_what_a_label_request_admits_round_trip(sto
             HumanLabels(judgement_id=jid, labeler="x", **bad)
 
 
+async def test_labels_an_older_release_stored_unreadable_are_left_out_not_a_failure(
+    store: JudgementStore,
+) -> None:
+    """A release that accepted an infinite scale stored it as null; reading such labels must not fail
+    every route that lists the judgement's or the run's labels."""
+    judgement = make_judgement("labelled-before-the-fix")
+    await store.save(judgement)
+    jid = judgement.judgement_id
+    broken = HumanLabels.model_construct(
+        judgement_id=jid,
+        group_key=None,
+        labeler="old",
+        human={"a0": 1.0},
+        kind="score",
+        scale=(0, float("inf")),
+    )
+    good = HumanLabels(judgement_id=jid, labeler="new", human={"a0": 0.5})
+    await store.save_labels(broken, run_id="run-old")
+    await store.save_labels(good, run_id="run-old")
+    assert await store.labels_of(jid) == [good]
+    assert await store.run_labels("run-old") == [good]
+
+
 async def test_a_rubric_at_the_edges_of_what_an_edit_admits_round_trips(store: JudgementStore) -> None:
     items = [
         Criterion(

@@ -205,6 +205,22 @@ class WorkerPool:
             raise LookupError(reply["message"])
         return reply
 
+    async def check(self, source: str, limits: WorkerLimits, timeout_s: float = 10.0) -> None:
+        """Compile inline source in a worker, never running it (the compiler is slow and deep-recursive
+        on hostile source: not on the event loop). SyntaxError saying what and where when it does not
+        compile."""
+        target = {"source": source}
+        worker = await self._acquire(Binding.of(target, limits))
+        try:
+            await worker.send({"op": "check", "target": target})
+            reply = await worker.receive(timeout_s)
+        except (TimeoutError, WorkerLost, ReplyTooLarge) as exc:
+            await self._lose(worker)
+            raise SyntaxError(f"checking the source failed: {exc or 'timed out'}") from exc
+        self._release(worker)
+        if not reply["ok"]:
+            raise SyntaxError(reply["message"])
+
     async def call(
         self,
         target: dict[str, str],

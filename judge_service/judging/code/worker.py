@@ -6,6 +6,7 @@ holds: each message is a 4-byte big-endian length and a JSON object. The pool se
 and reads every reply before the next:
 
   {"op": "describe", "target": T}        -> {"ok": true, "source_sha256", "version", "is_async"} | error
+  {"op": "check", "target": {"source": S}} -> {"ok": true} | error (compiled, never run)
   {"op": "call", "target": T, "sha256": H, "calls": [args, ...]}
                                          -> one reply per call, in order: {"ok": true, "value": V} | error
   error: {"ok": false, "error": "grader_error" | "grader_memory" | "grader_changed" | "grader_load",
@@ -198,6 +199,22 @@ def _checked(value: Any) -> dict[str, Any]:
 def serve(inbox: BinaryIO, outbox: BinaryIO) -> None:
     loader = Loader()
     while (message := read_message(inbox)) is not None:
+        if message["op"] == "check":  # compile only: inline source checked without running it
+            try:
+                compile(message["target"]["source"], "<python grader>", "exec")
+                write_message(outbox, {"ok": True})
+            except SyntaxError as exc:
+                write_message(outbox, _error("grader_load", f"{exc.msg} (line {exc.lineno})"))
+            except (RecursionError, MemoryError):
+                write_message(
+                    outbox,
+                    _error(
+                        "grader_load",
+                        "the source is nested too deeply for Python's compiler (an expression thousands of "
+                        "levels deep); flatten it",
+                    ),
+                )
+            continue
         if message["op"] == "describe":
             try:
                 loaded = loader.load(message["target"])

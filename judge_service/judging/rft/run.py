@@ -143,19 +143,7 @@ class RftRunner:
             if isinstance(leaf, PythonGrader):
                 if not self._allow_python:
                     raise PythonNotAllowed()
-                try:
-                    compile(leaf.source, "<python grader>", "exec")
-                except SyntaxError as exc:
-                    raise GraderConfigError(
-                        "python_grader_runtime_error",
-                        f"python grader {leaf.name!r}: {exc.msg} (line {exc.lineno})",
-                    ) from exc
-                except (RecursionError, MemoryError) as exc:  # the compiler's own stack ran out, not memory
-                    raise GraderConfigError(
-                        "python_grader_runtime_error",
-                        f"python grader {leaf.name!r}: the source is nested too deeply for Python's compiler "
-                        "(an expression thousands of levels deep); flatten it",
-                    ) from exc
+                await self._check_source(leaf)
             if isinstance(leaf, TextSimilarityGrader):
                 try:
                     check_metric(leaf.evaluation_metric)
@@ -250,6 +238,18 @@ class RftRunner:
     ) -> tuple[str, str]:
         text, reference = await self._templates.render_all([grader.input, grader.reference], namespaces)
         return text, reference
+
+    async def _check_source(self, grader: PythonGrader) -> None:
+        """Compiled in a sandboxed worker, not on the event loop: hostile source makes the compiler slow
+        (256k characters) or recurse past its stack."""
+        if self._pool is None:
+            raise PythonNotAllowed()
+        try:
+            await self._pool.check(grader.source, self._python_limits.worker)
+        except SyntaxError as exc:
+            raise GraderConfigError(
+                "python_grader_runtime_error", f"python grader {grader.name!r}: {exc}"
+            ) from exc
 
     async def _python(self, grader: PythonGrader, namespaces: dict[str, Any]) -> float:
         if not self._allow_python or self._pool is None:
