@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from judge_service.schemas import Unicode
+from judge_service.schemas import Finite, Unicode
 
 MAX_TEMPLATE_CHARS = 20_000
 MAX_SOURCE_CHARS = 256_000
@@ -51,7 +51,7 @@ class TextSimilarityGrader(_Config):
     input: str = Field(max_length=MAX_TEMPLATE_CHARS)
     reference: str = Field(max_length=MAX_TEMPLATE_CHARS)
     evaluation_metric: SimilarityMetric
-    pass_threshold: float | None = None  # evals' form; the reward is the metric itself
+    pass_threshold: Finite | None = None  # evals' form; the reward is the metric itself
 
 
 class TextContent(_Config):
@@ -91,9 +91,9 @@ class ScoreModelGrader(_Config):
     name: str = Field(min_length=1, max_length=128)
     model: str = Field(max_length=256, description="Recorded; this service's judge model answers.")
     input: list[InputMessage] = Field(min_length=1, max_length=64)
-    range: list[float] | None = Field(default=None, min_length=2, max_length=2)
+    range: list[Finite] | None = Field(default=None, min_length=2, max_length=2)
     sampling_params: SamplingParams | None = None
-    pass_threshold: float | None = None
+    pass_threshold: Finite | None = None
 
     @field_validator("range")
     @classmethod
