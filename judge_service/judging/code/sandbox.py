@@ -68,10 +68,10 @@ class WorkerLimits:
 
 @dataclass
 class Sandbox:
-    """Builds the command and environment of a worker; `paths` are extra folders to show read-only."""
+    """Builds the command and environment of a worker, and hands out the numbered users of a root
+    service."""
 
     isolation: Isolation = Isolation.BUBBLEWRAP
-    paths: tuple[str, ...] = ()
     _uids_in_use: set[int] = field(default_factory=set)
     _next_uid: int = 0
 
@@ -145,11 +145,10 @@ class Sandbox:
         where the service finds it), then the installation's own entries (site-packages)."""
         roots = [_import_root(name) for name in (WORKER_MODULE, *modules)]
         installed = [p for p in sys.path if p and _inside(p, _prefixes())]
-        return list(dict.fromkeys([*(root for root, _ in roots), *self.paths, *installed]))
+        return list(dict.fromkeys([*(root for root, _ in roots), *installed]))
 
     def _bwrap(self, limits: WorkerLimits, modules: Iterable[str], uid: int | None) -> list[str]:
         shown = [*_prefixes(), *(origin for _, origin in map(_import_root, (WORKER_MODULE, *modules)))]
-        shown += self.paths
         etc = _ETC_ALWAYS + (_ETC_NETWORK if limits.network else ())
         bwrap = shutil.which("bwrap") or "bwrap"  # found on the service's PATH, not the worker's
         command = [bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc"]
