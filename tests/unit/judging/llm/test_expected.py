@@ -9,7 +9,8 @@ import pytest
 
 from judge_service.backends.base import TokenLogprobs
 from judge_service.backends.fake import fake_logprobs
-from judge_service.judging.llm.expected import expected_marks, mark_positions
+from judge_service.judging.llm.expected import expected_marks
+from judge_service.judging.llm.mark_locations import mark_positions
 
 
 def tokens_of(text: str, at_mark: dict[int, list[tuple[str, float]]] | None = None) -> list[TokenLogprobs]:

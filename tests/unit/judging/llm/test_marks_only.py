@@ -12,7 +12,8 @@ import pytest
 from judge_service.backends.base import TokenLogprobs
 from judge_service.config import PACKAGED_PROMPTS
 from judge_service.judging.llm.criteria import DEFAULT_CRITERIA
-from judge_service.judging.llm.expected import expected_marks, mark_positions
+from judge_service.judging.llm.expected import expected_marks
+from judge_service.judging.llm.mark_locations import mark_positions
 from judge_service.judging.llm.parser import (
     answer_schema,
     max_output_tokens,

@@ -1,0 +1,67 @@
+"""Locating marks among the reply's tokens (judging/llm/mark_locations.py): the decoded-document path and
+the token-by-token lexer (mark_lexer.py) find the same marks, however the engine cut the reply into
+tokens, and each location is the first character of the mark's value."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from judge_service.judging.llm.mark_lexer import lexed_locations
+from judge_service.judging.llm.mark_locations import mark_locations
+
+KEYS = st.sampled_from(["mark", "met", "tone", "a1", "reason", 'say "mark": 4', "back\\slash", "é"])
+SCALARS = st.one_of(
+    st.integers(-3, 60), st.booleans(), st.none(), st.floats(-2, 9, allow_nan=False), st.just(4)
+)
+TEXTS = st.text(alphabet='ab "\\:{}[],4mark\n5té\u2028', max_size=12)
+VALUES = st.recursive(
+    st.one_of(SCALARS, TEXTS),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(KEYS, inner, max_size=4)),
+    max_leaves=12,
+)
+
+
+def cut(text: str, cuts: list[int]) -> list[str]:
+    """The text as tokens, cut at the given positions (an empty token where two cuts meet)."""
+    bounds = sorted(c % (len(text) + 1) for c in cuts)
+    return [text[a:b] for a, b in zip([0, *bounds], [*bounds, len(text)], strict=True)]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    value=VALUES,
+    indent=st.sampled_from([None, 1, 2]),
+    ascii_only=st.booleans(),
+    cuts=st.lists(st.integers(0, 10_000), max_size=40),
+    bare=st.booleans(),
+)
+def test_the_document_path_and_the_lexer_find_the_same_marks_however_the_reply_is_cut(
+    value: Any, indent: int | None, ascii_only: bool, cuts: list[int], bare: bool
+) -> None:
+    text = json.dumps(value, indent=indent, ensure_ascii=ascii_only)
+    tokens = cut(text, cuts)
+    found = mark_locations(tokens, bare=bare)
+    assert found == lexed_locations(tokens, bare=bare)
+    for index, offset in found.values():
+        assert tokens[index][offset] in "0123456789tf"
+
+
+def test_a_group_reply_with_each_digit_a_token_is_located_by_key_path() -> None:
+    reply = {
+        "b": {"tone": {"reason": 'Says "mark": 5.', "mark": 2}},
+        "a": {"tone": {"reason": "Ok.", "mark": 4}},
+    }
+    text = json.dumps(reply)
+    digits = [i for i, char in enumerate(text) if char.isdigit()]
+    tokens = cut(text, [*digits, *(i + 1 for i in digits)])
+    found = mark_locations(tokens)
+    assert {path: tokens[i][o] for path, (i, o) in found.items()} == {("b", "tone"): "2", ("a", "tone"): "4"}
+
+
+def test_prose_around_the_reply_is_read_by_the_lexer() -> None:
+    tokens = ['Here: {"tone": {"reason": "Fine.", "mark": ', "3", "}} done"]
+    assert mark_locations(tokens) == {("tone",): (1, 0)}
