@@ -36,6 +36,8 @@ from typing import Any
 from benchmarks import OUT_DIR
 from benchmarks.engine import bench_settings, running_app
 from benchmarks.groups import make_groups
+from benchmarks.profile_stages import stage_shares
+from benchmarks.profile_stages import table as stage_table
 from benchmarks.rawhttp import RawHTTPConnection
 from benchmarks.report import latency_summary, log, markdown_table, ratio, write_result
 from benchmarks.servers import process_cpu_seconds, server_process, tail, workdir
@@ -189,14 +191,25 @@ async def _profile(
     seconds = max(args.seconds, 8.0)
     spy = _start_py_spy(py_spy, pid, seconds, raw)
     await asyncio.sleep(1.0)
-    await _drive(host, port, "/v1/judge", payloads, concurrency, seconds)
+    cpu_before = process_cpu_seconds(pid)
+    run = await _drive(host, port, "/v1/judge", payloads, concurrency, seconds)
+    cpu_ms_per_group = (process_cpu_seconds(pid) - cpu_before) * 1000 / max(run["groups"], 1)
     _, err = await asyncio.to_thread(spy.communicate, timeout=60)
     if spy.returncode != 0 or not raw.exists():
         return {"skipped": f"py-spy failed: {err.decode(errors='replace')[-400:]}"}
     flame = OUT_DIR / f"{NAME}.folded.txt"
     flame.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(raw, flame)
-    return {"folded_stacks": str(flame), **_top_costs(raw.read_text())}
+    folded = raw.read_text()
+    stages = stage_shares(folded)
+    log("where the server's event-loop thread spends its samples, by stage:\n" + stage_table(stages))
+    return {
+        "folded_stacks": str(flame),
+        "groups": run["groups"],
+        "server_cpu_ms_per_group": round(cpu_ms_per_group, 3),
+        "stages": stages,
+        **_top_costs(folded),
+    }
 
 
 def _start_py_spy(py_spy: str, pid: int, seconds: float, raw: Path) -> subprocess.Popen[bytes]:
