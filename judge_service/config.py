@@ -264,7 +264,8 @@ class Settings(BaseSettings):
         le=60,
         description="How long an RFT grader template that is more than text and lookups may take to render "
         "(or check) in its render process; past it the process is killed and the template is "
-        "`invalid_variable_error`.",
+        "`invalid_variable_error`. It is also the render time of all of one run's (or validate's) templates "
+        "together: past it the rest are `invalid_variable_error` without rendering.",
     )
     template_max_output_chars: int = Field(
         default=1_000_000,

@@ -12,7 +12,8 @@ wait can admit (a batch larger than the key's whole share) gets 422 saying to se
 
 While a key's groups wait for the judge, they wait in the key's own turn (judging/llm/admission.py): a
 freed judge slot goes to each key with groups waiting in turn, so a key sending a few groups is not
-queued behind another key's many.
+queued behind another key's many. Their RFT templates wait for a render process in the key's turn the
+same way (judging/rft/template_pool.py).
 
 Limits hold per replica and per worker process, with no coordination (no database round trip per
 request): behind a load balancer over R replicas a key gets up to R times its limits. Keys off (no

@@ -1,12 +1,14 @@
 """Template bombs against a service process: each answered as `invalid_variable_error` (422 on validate),
-/healthz answering within a small bound while they run, and the service judging normally afterwards."""
+/healthz answering within a small bound while they run, the service judging normally afterwards, and one
+key's bombs (many renders that each run to the timeout) unable to keep another key's templates waiting."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -150,3 +152,103 @@ def _render_processes(parent: int) -> set[int]:
         if ppid == parent and b"judge_service.judging.rft.template_worker" in cmdline:
             found.add(int(entry.name))
     return found
+
+
+# Each render of this runs to the timeout: nothing in it is refused up front.
+LIPSUM = "{{ lipsum(10**6) | length }}"
+ATTACKER, VICTIM = "attacker-key-0123456789", "victim-key-0123456789"
+# An operator's config fed the bomb through the caller's item, on every answer of a group.
+CONFIGURED_BOMBABLE = {
+    "lorem": {
+        "type": "multi",
+        "name": "lorem",
+        "graders": {
+            f"s{i}": {
+                "type": "string_check",
+                "name": f"s{i}",
+                "input": "{{ lipsum(item.n) | length }}",
+                "reference": "{{ lipsum(item.n) | length }}",
+                "operation": "eq",
+            }
+            for i in range(8)
+        },
+        "calculate_output": "s0",
+    }
+}
+
+
+@pytest.fixture(scope="module")
+def keyed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceProcess]:
+    """Two `judge` keys on a service with the default two render processes."""
+    workdir = tmp_path_factory.mktemp("keyed")
+    entries = [
+        {"name": name, "sha256": hashlib.sha256(key.encode()).hexdigest(), "scopes": ["judge"]}
+        for name, key in (("attacker", ATTACKER), ("victim", VICTIM))
+    ]
+    keys_file = workdir / "keys.json"
+    keys_file.write_text(json.dumps({"keys": entries}))
+    settings = {"api_keys_file": keys_file, "rft_graders": json.dumps(CONFIGURED_BOMBABLE)}
+    process = ServiceProcess(workdir, template_timeout_s=TIMEOUT_S, template_workers=2, **settings)
+    with process:
+        yield process
+
+
+def _post(service: ServiceProcess, key: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    headers = {"Authorization": f"Bearer {key}"}
+    response = httpx.post(f"{service.url}{path}", json=body, headers=headers, timeout=120)
+    assert response.status_code == 200, response.text
+    answer: dict[str, Any] = response.json()
+    return answer
+
+
+def _victim_waits(service: ServiceProcess, attacks: list[Future[dict[str, Any]]]) -> list[float]:
+    """The victim's non-plain template, run again and again while the attacks last: each one's latency."""
+    victim = {
+        "grader": _check("{{ sample.output_text | upper }}", reference="PARIS"),
+        "model_sample": "Paris",
+        "item": {},
+    }
+    latencies = []
+    time.sleep(0.3)  # the attacks' renders are in the pool
+    while not all(attack.done() for attack in attacks):
+        started = time.perf_counter()
+        body = _post(service, VICTIM, "/v1/fine_tuning/alpha/graders/run", victim)
+        latencies.append(time.perf_counter() - started)
+        assert body["reward"] == 1.0, body
+    return latencies
+
+
+def test_one_key_cannot_hold_the_render_processes(keyed: ServiceProcess) -> None:
+    """Two runs of 64 renders that each run to the timeout: every one of them invalid_variable_error,
+    after one render timeout's worth, and the other key's template answered within a small bound."""
+    members = {f"s{i}": _check(LIPSUM, reference=LIPSUM) for i in range(32)}
+    attack = {
+        "grader": {"type": "multi", "name": "lorem", "graders": members, "calculate_output": "s0"},
+        "model_sample": "x",
+        "item": {},
+    }
+    path = "/v1/fine_tuning/alpha/graders/run"
+    with ThreadPoolExecutor(2) as attackers:
+        started = time.perf_counter()
+        attacks = [attackers.submit(_post, keyed, ATTACKER, path, attack) for _ in range(2)]
+        latencies = _victim_waits(keyed, attacks)
+        replies = [attack.result() for attack in attacks]
+        attack_s = time.perf_counter() - started
+    assert latencies and max(latencies) < 4.0, latencies
+    for reply in replies:
+        errors = {flag for flag, value in reply["metadata"]["errors"].items() if value is True}
+        assert errors == {"invalid_variable_error"} and reply["sub_rewards"] == {}, reply  # no member scored
+    assert attack_s < 8.0, attack_s
+
+
+def test_a_configured_grader_fed_a_bomb_cannot_hold_the_render_processes(keyed: ServiceProcess) -> None:
+    """The same through an operator's config and the caller's item, on every answer of two groups."""
+    bomb = group(4, grader="lorem", item={"n": 10**6})
+    with ThreadPoolExecutor(2) as attackers:
+        attacks = [attackers.submit(_post, keyed, ATTACKER, "/v1/judge", bomb) for _ in range(2)]
+        latencies = _victim_waits(keyed, attacks)
+        replies = [attack.result() for attack in attacks]
+    assert latencies and max(latencies) < 4.0, latencies
+    for reply in replies:
+        for answer in reply["answers"]:
+            assert answer["score"] is None and "invalid_variable_error" in answer["explanation"], answer

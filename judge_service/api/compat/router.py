@@ -15,6 +15,7 @@ from judge_service.api.deps import AssemblyDep, RftRunnerDep, SharesDep
 from judge_service.api.middleware.auth import caller_of, principal_of
 from judge_service.api.middleware.keys import Scope
 from judge_service.errors import ConflictError, ForbiddenError, InvalidGroupError
+from judge_service.judging.llm.admission import ADMISSION_KEY
 from judge_service.judging.rft.models import runs_python
 from judge_service.judging.rft.run import GraderConfigError, PythonNotAllowed
 from judge_service.schemas import MAX_MEMBER_DEADLINE_S, ErrorResponse, MemberResponse
@@ -85,12 +86,15 @@ async def validate_grader(
     body: rft.GraderValidateRequest, http: Request, runner: RftRunnerDep
 ) -> dict[str, Any]:
     _check_python(body.grader, http, runner.allow_python)
+    turn = ADMISSION_KEY.set(caller_of(http.scope) or "")  # its templates check in the key's turn
     try:
         await runner.validate(body.grader)
     except PythonNotAllowed as exc:
         raise ForbiddenError(str(exc)) from exc
     except GraderConfigError as exc:
         raise InvalidGroupError(str(exc), details={"flag": exc.flag}) from exc
+    finally:
+        ADMISSION_KEY.reset(turn)
     return {"grader": body.grader.model_dump(mode="json", exclude_none=True)}
 
 

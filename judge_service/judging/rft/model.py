@@ -23,7 +23,7 @@ from judge_service.judging.rft.models import (
     ScoreModelGrader,
     TextContent,
 )
-from judge_service.judging.rft.templates import Templates
+from judge_service.judging.rft.templates import RenderBudget, Templates
 
 DEFAULT_MAX_TOKENS = 512
 
@@ -53,7 +53,11 @@ class ModelGrading:
         return self._backend.model_name
 
     async def score(
-        self, grader: ScoreModelGrader, namespaces: Mapping[str, Any], templates: Templates
+        self,
+        grader: ScoreModelGrader,
+        namespaces: Mapping[str, Any],
+        templates: Templates,
+        budget: RenderBudget | None = None,
     ) -> ModelAnswer:
         low, high = grader.score_range
         schema = {
@@ -66,7 +70,7 @@ class ModelGrading:
             f'Reply with only a JSON object {{"result": <number>}}, the score from {low:g} (worst) to '
             f"{high:g} (best)."
         )
-        chat = await _chat(grader.input, namespaces, instruction, templates)
+        chat = await _chat(grader.input, namespaces, instruction, templates, budget)
         answer = await self._ask(chat, schema, grader)
         value = answer.value
         if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
@@ -77,7 +81,11 @@ class ModelGrading:
         return ModelAnswer(float(value), answer.tokens, answer.model)
 
     async def label(
-        self, grader: LabelModelGrader, namespaces: Mapping[str, Any], templates: Templates
+        self,
+        grader: LabelModelGrader,
+        namespaces: Mapping[str, Any],
+        templates: Templates,
+        budget: RenderBudget | None = None,
     ) -> ModelAnswer:
         schema = {
             "type": "object",
@@ -90,7 +98,7 @@ class ModelGrading:
             + ", ".join(json.dumps(label, ensure_ascii=False) for label in grader.labels)
             + "."
         )
-        chat = await _chat(grader.input, namespaces, instruction, templates)
+        chat = await _chat(grader.input, namespaces, instruction, templates, budget)
         answer = await self._ask(chat, schema, None)
         if answer.value not in grader.labels:
             raise GraderFailed(
@@ -129,13 +137,18 @@ class ModelGrading:
 
 
 async def _chat(
-    messages: list[InputMessage], namespaces: Mapping[str, Any], instruction: str, templates: Templates
+    messages: list[InputMessage],
+    namespaces: Mapping[str, Any],
+    instruction: str,
+    templates: Templates,
+    budget: RenderBudget | None,
 ) -> list[dict[str, str]]:
     """The rendered messages as a chat every template accepts: the system and developer messages as one
     leading system message, the others in order, and the output instruction closing the last user turn.
-    Every part is rendered in one call, so the messages share one output cap."""
+    Every part is rendered in one call, so the messages share one output cap (and the run's render
+    budget)."""
     parts = [[_text(part) for part in message.parts()] for message in messages]
-    texts = iter(await templates.render_all([text for texts in parts for text in texts], namespaces))
+    texts = iter(await templates.render_all([text for texts in parts for text in texts], namespaces, budget))
     rendered = [
         {
             "role": "system" if message.role == "developer" else message.role,

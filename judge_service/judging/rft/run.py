@@ -32,7 +32,7 @@ from judge_service.judging.rft.models import (
     leaves,
 )
 from judge_service.judging.rft.similarity import UnsupportedMetric, check_metric, similarity
-from judge_service.judging.rft.templates import Templates, TemplateVariableError
+from judge_service.judging.rft.templates import RenderBudget, Templates, TemplateVariableError
 
 ERROR_FLAGS = (
     "formula_parse_error",
@@ -138,7 +138,9 @@ class RftRunner:
         await self._templates.close()
 
     async def validate(self, grader: BaseModel) -> None:
-        """GraderConfigError (PythonNotAllowed for python while it is off) for a config that cannot run."""
+        """GraderConfigError (PythonNotAllowed for python while it is off) for a config that cannot run.
+        Its templates share one render budget, as a run's do."""
+        budget = self._templates.budget()
         for leaf in leaves(grader):
             if isinstance(leaf, PythonGrader):
                 if not self._allow_python:
@@ -151,7 +153,7 @@ class RftRunner:
                     raise GraderConfigError("other_error", str(exc)) from exc
             try:
                 for template in _templates(leaf):
-                    await self._templates.check(template)
+                    await self._templates.check(template, budget)
             except TemplateVariableError as exc:
                 raise GraderConfigError("invalid_variable_error", str(exc)) from exc
         if isinstance(grader, MultiGrader):
@@ -161,20 +163,24 @@ class RftRunner:
                 raise GraderConfigError("formula_parse_error", str(exc)) from exc
 
     async def run(self, grader: BaseModel, sample_text: str, item: Mapping[str, Any]) -> RftOutcome:
+        """The config on one sample; all its templates within one render budget (templates.py)."""
         started = time.perf_counter()
         outcome = RftOutcome(reward=None)
         namespaces = {"item": dict(item), "sample": sample_of(sample_text)}
+        budget = self._templates.budget()
         if isinstance(grader, MultiGrader):
-            await self._run_multi(grader, namespaces, outcome)
+            await self._run_multi(grader, namespaces, outcome, budget)
         else:
             try:
-                outcome.reward = await self._leaf(grader, namespaces, outcome)
+                outcome.reward = await self._leaf(grader, namespaces, outcome, budget)
             except GraderFailed as exc:
                 outcome.failures.setdefault(exc.flag, exc.detail)
         outcome.execution_time = time.perf_counter() - started
         return outcome
 
-    async def _run_multi(self, grader: MultiGrader, namespaces: dict[str, Any], outcome: RftOutcome) -> None:
+    async def _run_multi(
+        self, grader: MultiGrader, namespaces: dict[str, Any], outcome: RftOutcome, budget: RenderBudget
+    ) -> None:
         try:
             tree = formula.parse(grader.calculate_output, grader.graders)
         except formula.FormulaError as exc:
@@ -182,7 +188,8 @@ class RftRunner:
             return
         names = list(grader.graders)
         results = await asyncio.gather(
-            *(self._leaf(grader.graders[name], namespaces, outcome) for name in names), return_exceptions=True
+            *(self._leaf(grader.graders[name], namespaces, outcome, budget) for name in names),
+            return_exceptions=True,
         )
         for name, result in zip(names, results, strict=True):
             if isinstance(result, GraderFailed):
@@ -198,18 +205,20 @@ class RftRunner:
         except (ArithmeticError, ValueError, TypeError) as exc:
             outcome.failures["other_error"] = f"calculate_output failed: {type(exc).__name__}: {exc}"
 
-    async def _leaf(self, grader: BaseModel, namespaces: dict[str, Any], outcome: RftOutcome) -> float:
+    async def _leaf(
+        self, grader: BaseModel, namespaces: dict[str, Any], outcome: RftOutcome, budget: RenderBudget
+    ) -> float:
         try:
             if isinstance(grader, StringCheckGrader):
-                return _string_check(grader, *await self._render(grader, namespaces))
+                return _string_check(grader, *await self._render(grader, namespaces, budget))
             if isinstance(grader, TextSimilarityGrader):
-                text, reference = await self._render(grader, namespaces)
+                text, reference = await self._render(grader, namespaces, budget)
                 try:
                     return similarity(grader.evaluation_metric, text, reference)
                 except UnsupportedMetric as exc:
                     raise GraderFailed("other_error", str(exc)) from exc
             if isinstance(grader, ScoreModelGrader | LabelModelGrader):
-                return await self._model_grade(grader, namespaces, outcome)
+                return await self._model_grade(grader, namespaces, outcome, budget)
             if isinstance(grader, PythonGrader):
                 return await self._python(grader, namespaces)
         except TemplateVariableError as exc:
@@ -217,26 +226,35 @@ class RftRunner:
         raise GraderFailed("other_error", f"a {getattr(grader, 'type', '?')} grader cannot be nested here")
 
     async def _model_grade(
-        self, grader: ScoreModelGrader | LabelModelGrader, namespaces: dict[str, Any], outcome: RftOutcome
+        self,
+        grader: ScoreModelGrader | LabelModelGrader,
+        namespaces: dict[str, Any],
+        outcome: RftOutcome,
+        budget: RenderBudget,
     ) -> float:
         if self._model is None:
             raise GraderFailed(
                 "model_grader_server_error", "this service has no judge model to answer model graders"
             )
         if isinstance(grader, ScoreModelGrader):
-            answer = await self._model.score(grader, namespaces, self._templates)
+            answer = await self._model.score(grader, namespaces, self._templates, budget)
             value = float(answer.value)
         else:
-            answer = await self._model.label(grader, namespaces, self._templates)
+            answer = await self._model.label(grader, namespaces, self._templates, budget)
             value = 1.0 if answer.value in grader.passing_labels else 0.0
         outcome.token_usage += answer.tokens
         outcome.model = answer.model
         return value
 
     async def _render(
-        self, grader: StringCheckGrader | TextSimilarityGrader, namespaces: dict[str, Any]
+        self,
+        grader: StringCheckGrader | TextSimilarityGrader,
+        namespaces: dict[str, Any],
+        budget: RenderBudget,
     ) -> tuple[str, str]:
-        text, reference = await self._templates.render_all([grader.input, grader.reference], namespaces)
+        text, reference = await self._templates.render_all(
+            [grader.input, grader.reference], namespaces, budget
+        )
         return text, reference
 
     async def _check_source(self, grader: PythonGrader) -> None:

@@ -3,9 +3,12 @@ runs on the event loop: each request has a wall-clock timeout, after which its p
 its slot starts a fresh one on the next request); its memory is capped inside the process; its reply is
 read only when its length is within the output cap.
 
-Processes start on first use, at most `size` at once; a request waits for a free one (the wait is not
-part of its timeout: a burst of templates that hit their timeout slows other templates that are not
-plain, never the loop). Every failure is a reply like the worker's own, `{"ok": false, "message": ...}`.
+Processes start on first use, at most `workers` at once; a request waits for a free one (the wait is not
+part of its timeout). Waiting requests are served in turns by caller (the API key's name, `caller`), not
+first come first served: a freed process goes to the next caller in turn, so a caller with one template
+waiting behind another's hundred waits for about one render, not a hundred. Every failure is a reply like
+the worker's own, `{"ok": false, "message": ...}`, with `"timed_out": true` for a timeout; every reply
+says how long it held its process, `seconds` (what a grader's render budget counts, templates.py).
 """
 
 from __future__ import annotations
@@ -16,6 +19,9 @@ import json
 import logging
 import os
 import sys
+import time
+from collections import deque
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,33 +102,40 @@ class RenderPool:
         if limits.workers < 1:
             raise ValueError("a render pool needs at least one process")
         self._limits = limits
-        self._slots = asyncio.Semaphore(limits.workers)
+        self._slots = FairSlots(limits.workers)
         self._idle: list[_Process] = []
         self._busy: set[_Process] = set()
         self._closed = False
         self.killed = 0  # processes killed after a timeout or a failure
 
-    async def ask(self, message: dict[str, Any]) -> dict[str, Any]:
-        async with self._slots:
+    async def ask(
+        self, message: dict[str, Any], *, caller: str = "", timeout_s: float | None = None
+    ) -> dict[str, Any]:
+        """The reply to `message`, asked in `caller`'s turn, within `timeout_s` (at most the limits')."""
+        timeout_s = self._limits.timeout_s if timeout_s is None else min(timeout_s, self._limits.timeout_s)
+        async with self._slots.slot(caller):
             process = await self._take()
             self._busy.add(process)
+            started = time.perf_counter()
             try:
-                async with asyncio.timeout(self._limits.timeout_s):
+                async with asyncio.timeout(timeout_s):
                     reply = await process.ask(message, self._limits.max_reply_bytes)
             except TimeoutError:
                 await self._lose(process)
-                return _failed(f"it took longer than {self._limits.timeout_s:g} s to render")
+                reply = _failed(f"it took longer than {timeout_s:g} s to render") | {"timed_out": True}
             except _Lost as exc:
                 await self._lose(process)
-                return _failed(str(exc))
+                reply = _failed(str(exc))
             except BaseException:  # cancelled mid-request: the process is in an unknown state
                 await asyncio.shield(self._lose(process))
                 raise
-            self._busy.discard(process)
-            if self._closed:
-                await process.kill()
             else:
-                self._idle.append(process)
+                self._busy.discard(process)
+                if self._closed:
+                    await process.kill()
+                else:
+                    self._idle.append(process)
+            reply["seconds"] = time.perf_counter() - started
             return reply
 
     async def _take(self) -> _Process:
@@ -149,6 +162,64 @@ class RenderPool:
         self._closed = True
         every, self._idle = [*self._idle, *self._busy], []
         await asyncio.gather(*(process.kill() for process in every))
+
+
+class FairSlots:
+    """`size` slots, handed out in turns by caller: each caller with requests waiting has its own queue,
+    and a freed slot goes to the next caller in turn (round robin)."""
+
+    def __init__(self, size: int) -> None:
+        self._free = size
+        self._queues: dict[str, deque[asyncio.Future[None]]] = {}
+        self._turns: deque[str] = deque()  # callers with requests waiting, in the order they are served
+
+    @contextlib.asynccontextmanager
+    async def slot(self, caller: str) -> AsyncIterator[None]:
+        if self._free > 0:  # a free slot means nobody is waiting: freed slots go to waiters first
+            self._free -= 1
+        else:
+            await self._wait(caller)
+        try:
+            yield
+        finally:
+            self._release()
+
+    def waiting(self) -> int:
+        return sum(len(queue) for queue in self._queues.values())
+
+    async def _wait(self, caller: str) -> None:
+        granted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        queue = self._queues.get(caller)
+        if queue is None:
+            queue = self._queues[caller] = deque()
+            self._turns.append(caller)
+        queue.append(granted)
+        try:
+            await granted
+        except asyncio.CancelledError:
+            if granted.done() and not granted.cancelled():
+                self._release()  # handed a slot just as it was cancelled: pass it on
+            elif granted in queue:
+                queue.remove(granted)
+                if not queue:
+                    del self._queues[caller]
+                    self._turns.remove(caller)
+            raise
+
+    def _release(self) -> None:
+        """Hand the slot to the next caller in turn, else free it."""
+        while self._turns:
+            caller = self._turns.popleft()
+            queue = self._queues[caller]
+            granted = queue.popleft()
+            if queue:
+                self._turns.append(caller)  # its next request waits for the others' turns
+            else:
+                del self._queues[caller]
+            if not granted.done():  # not cancelled while waiting
+                granted.set_result(None)
+                return
+        self._free += 1
 
 
 def _failed(message: str) -> dict[str, Any]:
