@@ -40,6 +40,10 @@ log = logging.getLogger(__name__)
 
 _HEADER = struct.Struct(">I")
 STALL_S = 1.0
+# The failures a worker reports itself (worker.py); the pool adds grader_timeout and grader_crashed.
+WORKER_ERRORS = frozenset(
+    {"grader_error", "grader_memory", "grader_changed", "grader_load", "grader_invalid_result"}
+)
 
 
 @dataclass(frozen=True)
@@ -134,8 +138,8 @@ class _Worker:
                 body = await self._outbox.readexactly(size)
         except asyncio.IncompleteReadError as exc:
             raise WorkerLost(await self._death()) from exc
-        reply: dict[str, Any] = json.loads(body)
-        self.retiring = self.retiring or bool(reply.get("retire"))
+        reply = _decoded(body)
+        self.retiring = self.retiring or reply.get("retire") is True
         return reply
 
     async def _death(self) -> str:
@@ -197,9 +201,11 @@ class WorkerPool:
         try:
             await worker.send({"op": "describe", "target": target})
             reply = await worker.receive(timeout_s)
-        except (TimeoutError, WorkerLost, ReplyTooLarge) as exc:
-            await self._lose(worker)
-            raise LookupError(f"loading the grader failed: {exc or 'timed out'}") from exc
+        except BaseException as exc:  # its state is unknown: never back in the pool
+            await asyncio.shield(self._lose(worker))
+            if isinstance(exc, TimeoutError | WorkerLost | ReplyTooLarge):
+                raise LookupError(f"loading the grader failed: {exc or 'timed out'}") from exc
+            raise
         self._release(worker)
         if not reply["ok"]:
             raise LookupError(reply["message"])
@@ -214,9 +220,11 @@ class WorkerPool:
         try:
             await worker.send({"op": "check", "target": target})
             reply = await worker.receive(timeout_s)
-        except (TimeoutError, WorkerLost, ReplyTooLarge) as exc:
-            await self._lose(worker)
-            raise SyntaxError(f"checking the source failed: {exc or 'timed out'}") from exc
+        except BaseException as exc:  # its state is unknown: never back in the pool
+            await asyncio.shield(self._lose(worker))
+            if isinstance(exc, TimeoutError | WorkerLost | ReplyTooLarge):
+                raise SyntaxError(f"checking the source failed: {exc or 'timed out'}") from exc
+            raise
         self._release(worker)
         if not reply["ok"]:
             raise SyntaxError(reply["message"])
@@ -241,11 +249,6 @@ class WorkerPool:
                 await worker.send(message)
                 for _ in pending:
                     results.append(_result(await self._reply(worker, timeout_s)))
-            except (
-                asyncio.CancelledError
-            ):  # the request went away mid-call: its worker is in an unknown state
-                await asyncio.shield(self._lose(worker))
-                raise
             except TimeoutError:
                 await self._lose(worker)
                 results.append(
@@ -260,6 +263,9 @@ class WorkerPool:
                 await self._lose(worker)
                 results.append(CallResult.failed("grader_crashed", str(exc)))
                 continue
+            except BaseException:  # cancelled (the request went away) or worse: the worker's state is unknown
+                await asyncio.shield(self._lose(worker))
+                raise
             self._release(worker)
         return results
 
@@ -377,7 +383,28 @@ class WorkerPool:
             self._available.notify_all()
 
 
+def _decoded(body: bytes) -> dict[str, Any]:
+    """A reply as the protocol has it (worker.py), or WorkerLost: grader code can write to the protocol's
+    pipe itself, so what comes back is checked like any other input (JSON without NaN or Infinity,
+    nested no deeper than Python reads, an object with a boolean `ok`, an error with its code and
+    message)."""
+    try:
+        reply = json.loads(body, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as exc:
+        raise WorkerLost(f"the worker's reply is not the protocol's JSON ({exc})") from exc
+    well_formed = isinstance(reply, dict) and isinstance(reply.get("ok"), bool)
+    if well_formed and not reply["ok"]:  # a code from a fixed set: codes become metric labels
+        well_formed = reply.get("error") in WORKER_ERRORS and isinstance(reply.get("message"), str)
+    if not well_formed:
+        raise WorkerLost("the grader's worker sent a reply that is not one of the protocol's")
+    return reply
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON holds")
+
+
 def _result(reply: dict[str, Any]) -> CallResult:
     if reply["ok"]:
-        return CallResult(reply["value"])
-    return CallResult.failed(reply["error"], reply["message"])
+        return CallResult(reply.get("value"))
+    return CallResult.failed(reply["error"], reply["message"][:2000])

@@ -83,14 +83,11 @@ class Sandbox:
             choices = ", ".join(i.value for i in Isolation)
             raise ValueError(f"JUDGE_CODE_SANDBOX must be one of {choices}, got {setting!r}") from exc
 
-    def launch(
-        self, limits: WorkerLimits, modules: Iterable[str] = (), program: list[str] | None = None
-    ) -> Launch:
-        """How to start one worker that may import `modules` (top-level names are enough); `program`
-        replaces the worker (the start-up check)."""
+    def launch(self, limits: WorkerLimits, modules: Iterable[str] = ()) -> Launch:
+        """How to start one worker that may import `modules` (top-level names are enough)."""
         modules = tuple(modules)
         env = _worker_env(limits, self._python_path(modules))
-        worker = program or [sys.executable, "-m", WORKER_MODULE, limits.as_argument()]
+        worker = [sys.executable, "-m", WORKER_MODULE, limits.as_argument()]
         if self.isolation is Isolation.PROCESS:
             return Launch(worker, env, uid=None)
         uid = self._take_uid() if os.geteuid() == 0 else None
@@ -110,7 +107,7 @@ class Sandbox:
                 "package bubblewrap; scripts/install.sh installs it). Install it, or set "
                 "JUDGE_CODE_SANDBOX=process to accept weaker isolation (no namespaces)."
             )
-        launch = self.launch(WorkerLimits(), program=[sys.executable, "-c", f"import {WORKER_MODULE}"])
+        launch = self.launch(WorkerLimits())  # a whole worker: its limits and filter, then no message
         try:
             process = await asyncio.create_subprocess_exec(
                 *launch.command,

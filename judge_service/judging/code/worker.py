@@ -17,7 +17,9 @@ T is {"module": "pkg.mod", "function": "name"} (a function in an importable modu
 sandbox (sandbox.py), with its limits as the one argument `memory_mb,processes,file_mb,cpu_s`. They are
 set as hard limits before the first message is read, so before any grader code runs: the address space may
 grow by `memory_mb` (a grader that allocates more gets MemoryError, reported as `grader_memory`), at most
-`processes` processes and threads, no file over `file_mb`, `cpu_s` CPU seconds in all. A reply over
+`processes` processes and threads, no file over `file_mb`, `cpu_s` CPU seconds in all, OPEN_FILES open
+files; and a seccomp filter (seccomp.py) refuses the system calls that would take memory those limits
+do not count, or reach the kernel further than a grader needs. A reply over
 MAX_REPLY_BYTES is not sent (`grader_invalid_result`); a reply may carry `"retire": true`, asking the pool
 for a fresh worker (past half its CPU time, or after running out of memory). What user code prints goes to
 stderr: stdout carries the protocol. A worker whose service is gone (its request pipe closed) ends itself
@@ -41,9 +43,12 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any, BinaryIO
 
+from judge_service.judging.code import seccomp
+
 _HEADER = struct.Struct(">I")
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 MAX_REPLY_BYTES = 2**20  # a score and its explanation fields; the pool refuses to read more
+OPEN_FILES = 256
 
 
 def read_message(stream: BinaryIO) -> dict[str, Any] | None:
@@ -150,6 +155,8 @@ def apply_limits(argument: str) -> None:
         resource.RLIMIT_FSIZE: file_mb * 2**20,
         resource.RLIMIT_CPU: cpu_s,
         resource.RLIMIT_CORE: 0,
+        # Each pipe and socket holds kernel memory no address-space limit counts: few of them.
+        resource.RLIMIT_NOFILE: OPEN_FILES,
     }
     for kind, limit in hard.items():
         resource.setrlimit(kind, (limit, limit))
@@ -278,6 +285,8 @@ def watch_service(inbox: BinaryIO) -> None:
 
 def main() -> None:
     apply_limits(sys.argv[1])
+    if not seccomp.install():  # before any thread starts: threads made later inherit the filter
+        print(f"no seccomp filter for {os.uname().machine}: grader code runs without one", file=sys.stderr)
     watch_service(sys.stdin.buffer)
     # The protocol gets stdout's pipe; what user code prints goes to stderr instead.
     outbox = os.fdopen(os.dup(1), "wb")

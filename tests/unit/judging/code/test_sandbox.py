@@ -366,3 +366,82 @@ async def test_a_host_without_bubblewrap_is_told_which_setting_accepts_less(
 
 async def test_the_sandbox_starts_here() -> None:
     await Sandbox().check()
+
+
+async def test_memory_the_address_space_limit_does_not_count_is_refused(fresh: WorkerPool) -> None:
+    """memfd and SysV shared memory live in the kernel, not in the grader's address space: a grader once
+    held 1.6 GB that way under a 512 MiB cap."""
+    seen = _value(
+        await _run(
+            fresh,
+            """
+            import ctypes, errno, os
+            found = {}
+            try:
+                os.memfd_create("hoard")
+                found["memfd"] = "created"
+            except OSError as exc:
+                found["memfd"] = errno.errorcode[exc.errno]
+            libc = ctypes.CDLL(None, use_errno=True)
+            found["shmget"] = libc.shmget(0, 2**20, 0o1600) == -1 and errno.errorcode[ctypes.get_errno()]
+            found["msgget"] = libc.msgget(0, 0o1600) == -1 and errno.errorcode[ctypes.get_errno()]
+            found["unshare"] = libc.unshare(0x10000000) == -1 and errno.errorcode[ctypes.get_errno()]
+            return found
+            """,
+        )
+    )
+    assert seen == {"memfd": "EPERM", "shmget": "EPERM", "msgget": "EPERM", "unshare": "EPERM"}
+
+
+async def test_threads_and_child_processes_still_work_under_the_filter(fresh: WorkerPool) -> None:
+    seen = _value(
+        await _run(
+            fresh,
+            """
+            import subprocess, threading
+            results = []
+            thread = threading.Thread(target=lambda: results.append("thread ran"))
+            thread.start()
+            thread.join()
+            done = subprocess.run(["/bin/echo", "child ran"], capture_output=True, text=True, check=True)
+            return results + [done.stdout.strip()]
+            """,
+        )
+    )
+    assert seen == ["thread ran", "child ran"]
+
+
+@pytest.mark.parametrize(
+    ("reply", "said"),
+    [
+        (b'{"ok": false}', "not one of the protocol's"),
+        (
+            b'{"ok": false, "error": "anything-as-a-metric-label", "message": "x"}',
+            "not one of the protocol's",
+        ),
+        (b'{"ok": true, "value": NaN}', "not the protocol's JSON"),
+        (b"[" * 200_000 + b"]" * 200_000, "not the protocol's JSON"),
+        (b'"just a string"', "not one of the protocol's"),
+    ],
+)
+async def test_a_forged_reply_costs_its_worker_never_the_pool(reply: bytes, said: str) -> None:
+    """Grader code can write to the protocol's pipe. A reply that is not the protocol's fails that call
+    and its worker; the pool's slot comes back (a pool of one answers the next call)."""
+    pool = WorkerPool(1, Sandbox(), reuse=False)
+    forge = f"""
+    import os, struct, time
+    body = {reply!r}
+    for fd in map(int, os.listdir("/proc/self/fd")):
+        if fd > 2 and os.readlink(f"/proc/self/fd/{{fd}}").startswith("pipe:"):
+            try:
+                os.write(fd, struct.pack(">I", len(body)) + body)
+            except OSError:
+                pass
+    time.sleep(30)
+    """
+    try:
+        forged = await _run(pool, forge)
+        assert forged.error == "grader_crashed" and said in forged.message
+        assert _value(await asyncio.wait_for(_run(pool, "return 0.25"), 20)) == 0.25
+    finally:
+        await pool.close()
