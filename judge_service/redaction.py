@@ -13,6 +13,7 @@ endpoint credential the service was given (`remember`: an API key, a URL's passw
 
 from __future__ import annotations
 
+import base64
 import logging
 import re
 from collections.abc import Callable, Iterable
@@ -57,7 +58,8 @@ def redact(text: str) -> str:
 
 def remember(*values: str | None) -> None:
     """Credentials to redact wherever they appear: an API key as it is; of a URL (anything with "://"),
-    its password and its credential-named query values, as written and decoded."""
+    its password and its credential-named query values, as written and decoded, and its user:password as
+a Basic authorization carries it."""
     global _remembered
     found: set[str] = set()
     for value in values:
@@ -76,10 +78,13 @@ def _url_secrets(url: str) -> Iterable[str]:
     except ValueError:  # not a URL after all: nothing to take from it
         return ()
     secrets = [v for k, v in query if _CREDENTIAL_KEY.match(k)]
+    forms = [form for s in secrets for form in (s, unquote(s))]
     if "@" in parts.netloc:
         userinfo = parts.netloc.rpartition("@")[0]
-        secrets.append(userinfo.partition(":")[2])
-    return [form for s in secrets for form in (s, unquote(s))]
+        forms += [userinfo.partition(":")[2], unquote(userinfo.partition(":")[2])]
+        # As an Authorization: Basic header carries it, which an upstream may echo in an error body.
+        forms.append(base64.b64encode(unquote(userinfo).encode()).decode())
+    return forms
 
 
 def describe_invalid(exc: ValidationError, name: Callable[[str], str] = str) -> str:

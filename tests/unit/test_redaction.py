@@ -3,6 +3,7 @@ untouched, remembered secrets, and the log filter on httpx's own lines and on tr
 
 from __future__ import annotations
 
+import base64
 import io
 import logging
 
@@ -50,6 +51,13 @@ def test_remembered_credentials_are_masked_anywhere() -> None:
     line = "upstream said: sk-remembered-4c1f is wrong; pass-remembered-77 and query-remembered-9 too"
     assert redact(line) == "upstream said: *** is wrong; *** and *** too"
     assert redact("a cab ran") == "a cab ran"  # too short to mask everywhere without garbling lines
+
+
+def test_a_url_password_is_masked_as_an_upstream_echoes_it_in_a_basic_header() -> None:
+    remember("http://juror:echoed-basic-pw@judge:8000/v1")
+    basic = base64.b64encode(b"juror:echoed-basic-pw").decode()
+    line = f"upstream 401: {{'detail': 'bad credentials', 'authorization': 'Basic {basic}'}}"
+    assert basic not in redact(line) and "Basic ***" in redact(line)
 
 
 def test_httpx_request_lines_are_masked(caplog: pytest.LogCaptureFixture) -> None:
