@@ -27,8 +27,10 @@ import contextlib
 import json
 import logging
 import os
+import re
 import signal
 import struct
+import time
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -40,6 +42,10 @@ log = logging.getLogger(__name__)
 
 _HEADER = struct.Struct(">I")
 STALL_S = 1.0
+OUTPUT_LINES_PER_S = 20
+OUTPUT_BURST = 200
+OUTPUT_LINE_CHARS = 2000
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 # The failures a worker reports itself (worker.py); the pool adds grader_timeout and grader_crashed.
 WORKER_ERRORS = frozenset(
     {"grader_error", "grader_memory", "grader_changed", "grader_load", "grader_invalid_result"}
@@ -56,6 +62,12 @@ class Binding:
     @classmethod
     def of(cls, target: dict[str, str], limits: WorkerLimits) -> Binding:
         return cls(tuple(sorted(target.items())), limits)
+
+    @property
+    def name(self) -> str:
+        """How its output is marked in the service's log."""
+        target = dict(self.target)
+        return f"{target['module']}:{target['function']}" if "module" in target else "inline python"
 
     @property
     def modules(self) -> tuple[str, ...]:
@@ -84,6 +96,58 @@ class WorkerLost(Exception):
     """The worker stopped answering: it died, or was killed after a timeout."""
 
 
+class GraderOutput:
+    """What a grader prints, into the service's log: each line as its own record, marked with the grader's
+    name and with control characters shown escaped, so grader code cannot write lines that pass for the
+    service's. At most OUTPUT_LINES_PER_S lines a second (bursts of OUTPUT_BURST), each cut to
+    OUTPUT_LINE_CHARS; the rest is read and counted, not logged."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._allowance = float(OUTPUT_BURST)
+        self._last = time.monotonic()
+        self._dropped = 0
+
+    async def relay(self, stream: asyncio.StreamReader) -> None:
+        pending = b""
+        while chunk := await stream.read(2**16):
+            *lines, pending = (pending + chunk).split(b"\n")
+            if len(pending) > OUTPUT_LINE_CHARS:  # a line without an end: logged in pieces
+                lines.append(pending)
+                pending = b""
+            self._log(lines)
+        self._log([pending] if pending else [])
+        self._log_dropped()
+
+    def _log(self, lines: list[bytes]) -> None:
+        now = time.monotonic()
+        self._allowance = min(OUTPUT_BURST, self._allowance + (now - self._last) * OUTPUT_LINES_PER_S)
+        self._last = now
+        for line in lines:
+            if self._allowance < 1:
+                self._dropped += 1
+                continue
+            self._allowance -= 1
+            text = line[:OUTPUT_LINE_CHARS].decode(errors="replace")
+            log.info("grader %s printed: %s", self._name, _CONTROL.sub(_escaped, text))
+        if self._dropped and self._allowance >= 1:
+            self._log_dropped()
+
+    def _log_dropped(self) -> None:
+        if self._dropped:
+            log.warning(
+                "grader %s printed %d lines more than its %d a second; they were not logged",
+                self._name,
+                self._dropped,
+                OUTPUT_LINES_PER_S,
+            )
+            self._dropped = 0
+
+
+def _escaped(match: re.Match[str]) -> str:
+    return f"\\x{ord(match.group()):02x}"
+
+
 class ReplyTooLarge(Exception):
     """The worker announced a reply over MAX_REPLY_BYTES; it is not read, and the worker is lost."""
 
@@ -94,6 +158,7 @@ class _Worker:
         self.binding = binding
         self.launch = launch
         self.retiring = False  # it asked for a fresh worker to take its place (worker.py)
+        self.output: asyncio.Task[None] | None = None
         assert process.stdin is not None and process.stdout is not None
         self._inbox = process.stdin
         self._outbox = process.stdout
@@ -106,13 +171,19 @@ class _Worker:
                 *launch.command,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,  # relayed line by line, marked as the grader's (GraderOutput)
                 env=launch.env,
                 start_new_session=True,  # its own process group: killed whole, with what the grader started
             )
         except BaseException:
             sandbox.release(launch)
             raise
-        return cls(process, binding, launch)
+        worker = cls(process, binding, launch)
+        assert process.stderr is not None
+        worker.output = asyncio.get_running_loop().create_task(
+            GraderOutput(binding.name).relay(process.stderr)
+        )
+        return worker
 
     @property
     def alive(self) -> bool:
@@ -160,6 +231,8 @@ class _Worker:
                 os.killpg(self.process.pid, signal.SIGKILL)
         await self.process.wait()
         sandbox.release(self.launch)
+        if self.output is not None:  # ends at the pipe's end, unless a descendant still holds it
+            self.output.cancel()
 
 
 class WorkerPool:

@@ -5,6 +5,7 @@ refused here. Inline sources, each call in a fresh worker, as the service runs i
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import resource
 import socket
@@ -445,3 +446,31 @@ async def test_a_forged_reply_costs_its_worker_never_the_pool(reply: bytes, said
         assert _value(await asyncio.wait_for(_run(pool, "return 0.25"), 20)) == 0.25
     finally:
         await pool.close()
+
+
+async def test_what_a_grader_prints_is_marked_as_its_own_and_cannot_pass_for_the_services(
+    fresh: WorkerPool, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="judge_service.judging.code.pool")
+    printed = await _run(
+        fresh,
+        """
+        import sys
+        print("hello from the grader")
+        sys.stderr.write("INFO judge_service: all keys rotated\\rERROR \\x1b[31mforged\\n")
+        for n in range(1000):
+            print("flood", n)
+        return 1.0
+        """,
+    )
+    assert _value(printed) == 1.0
+    await asyncio.sleep(0.2)  # the relay reads what the worker wrote before it ended
+    lines = [r.getMessage() for r in caplog.records if r.name == "judge_service.judging.code.pool"]
+    assert "grader inline python printed: hello from the grader" in lines
+    forged = [line for line in lines if "forged" in line]
+    assert forged == [
+        "grader inline python printed: INFO judge_service: all keys rotated\\x0dERROR \\x1b[31mforged"
+    ]
+    assert all(line.startswith("grader inline python printed") for line in lines if "flood" in line)
+    assert sum("flood" in line for line in lines) < 300  # the burst, not the thousand
+    assert any("lines more than its 20 a second" in line for line in lines)
