@@ -29,6 +29,7 @@ lint: install-dev
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports --no-cache
+	$(VENV)/bin/judge-service docs --check
 
 # Both tiers: fast unit/API/backend tests (random order, pytest-randomly), then the engine tier on the
 # real vLLM engine (fixed order: its tests share one engine).

@@ -1,12 +1,13 @@
 """Command line: `judge-service serve` (or `python -m judge_service serve`), `judge-service prepare-model`,
-and the judge-quality tools `calibrate`, `agreement`, `judge-file` and `regrade`
-(judge_service/tools/cli.py)."""
+`judge-service migrate`, `judge-service docs` (the reference pages written from the code, docs.py), and the
+judge-quality tools `calibrate`, `agreement`, `judge-file` and `regrade` (judge_service/tools/cli.py)."""
 
 from __future__ import annotations
 
 import argparse
 import logging
 import sys
+from pathlib import Path
 
 from pydantic import ValidationError
 
@@ -28,10 +29,17 @@ def main(argv: list[str] | None = None) -> int:
         help="apply the judgement database's pending migrations (JUDGE_DATABASE_URL); a deployment runs it "
         "once, before its replicas start",
     )
+    docs = commands.add_parser(
+        "docs", help="write docs/reference/ (configuration, metrics, HTTP API) from the code"
+    )
+    docs.add_argument("--check", action="store_true", help="write nothing; exit 1 naming each stale page")
+    docs.add_argument("--out", type=Path, help="the folder of the reference pages (docs/reference)")
     tools_cli.add_commands(commands)
     args = parser.parse_args(argv)
     if args.command in tools_cli.COMMANDS:
         return tools_cli.run(args)
+    if args.command == "docs":
+        return _docs(args.out, check=args.check)
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     protect_logs()
@@ -61,6 +69,24 @@ def _variable(field: str) -> str:
     """The JUDGE_* variable of a settings field (a dotted location keeps its tail)."""
     head, dot, tail = field.partition(".")
     return f"JUDGE_{head.upper()}{dot}{tail}"
+
+
+def _docs(out: Path | None, *, check: bool) -> int:
+    """Write the reference pages, or (--check) name each one that differs from what the code writes."""
+    from judge_service import docs
+
+    folder = out or docs.REFERENCE
+    if not check:
+        for path in docs.write(folder):
+            print(f"wrote {path}")
+        return 0
+    stale = docs.check(folder)
+    for path in stale:
+        print(
+            f"judge-service docs: {path} differs from what the code writes; run `judge-service docs`",
+            file=sys.stderr,
+        )
+    return 1 if stale else 0
 
 
 def _migrate(settings: Settings) -> int:

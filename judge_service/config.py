@@ -171,7 +171,7 @@ class Settings(BaseSettings):
         "order are stored with the judgement.",
     )
 
-    # --- watching for reward hacking (watch/; README, Watching for reward hacking)
+    # --- watching for reward hacking (watch/; docs/watching.md)
     canary_rate: float = Field(
         default=0.0,
         ge=0,
@@ -185,7 +185,7 @@ class Settings(BaseSettings):
         f"({', '.join(CANARY_KINDS)}); None: all.",
     )
 
-    # --- thinking judges (backends/thinking_profile.py; README, Thinking judges)
+    # --- thinking judges (backends/thinking_profile.py; docs/thinking.md)
     thinking: str | None = Field(
         default=None,
         description="Whether the judge thinks when a request names nothing: 'off', 'on', a budget of "
@@ -251,7 +251,7 @@ class Settings(BaseSettings):
         default=None,
         description="Graders written as code: a JSON list of {name, target: 'package.module:function', "
         "signature: rft|verl|group, timeout_s, memory_mb, score_range}, inline or the path of a JSON file "
-        "(README, Graders as code).",
+        "(docs/graders/code.md).",
     )
     rft_graders: str | None = Field(
         default=None,
@@ -308,7 +308,7 @@ class Settings(BaseSettings):
         "code graders when bubblewrap cannot run, unless this is `process`.",
     )
 
-    # --- juries (judging/jury/, README Juries)
+    # --- juries (judging/jury/, docs/graders/juries.md)
     jury: str | None = Field(
         default=None,
         description="The judges of the `jury` grader: a JSON list of {name, base_url, model} (an "
@@ -331,7 +331,7 @@ class Settings(BaseSettings):
         description="/readyz also asks the judgement database (one trivial query, at most "
         "JUDGE_READY_STORE_TIMEOUT_S): 503 `store_unavailable` when it does not answer. Off by default: "
         "replicas sharing one database would all leave the load balancer together when it fails over, and "
-        "a judgement whose save fails is already a truthful, retryable 503 (README, Reliability).",
+        "a judgement whose save fails is already a truthful, retryable 503 (docs/operations/reliability.md).",
     )
     ready_store_timeout_s: float = Field(
         default=2.0, gt=0, le=30, description="With ready_requires_store: how long /readyz waits for it."
@@ -432,7 +432,7 @@ class Settings(BaseSettings):
         default=None,
         description="JSON file of named keys with scopes (judge, read, label, admin) and per-key limits, "
         "each key given by the hex of its SHA-256 (the file holds no secret); read again when it changes. "
-        "Used beside JUDGE_API_KEYS, whose keys keep every scope. README: Security.",
+        "Used beside JUDGE_API_KEYS, whose keys keep every scope. See docs/operations/security.md.",
     )
     session_secret: SecretStr | None = Field(
         default=None,
@@ -489,7 +489,7 @@ class Settings(BaseSettings):
         default=None,
         gt=0,
         description="Delete judgements older than this many days, in the background, one replica at a "
-        "time (labelled judgements are kept: README, Retention). Unset: keep everything.",
+        "time (labelled judgements are kept: docs/operations/reliability.md). Unset: keep everything.",
     )
     prune_interval_s: float = Field(
         default=600.0, ge=1, description="With JUDGE_RETENTION_DAYS: how often the background prune runs."
