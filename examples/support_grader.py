@@ -1,4 +1,4 @@
-"""A support answer checked in code against its task row (README, "Graders as code").
+"""A support answer checked in code against its task row (docs/graders/code.md).
 
 The task row carries grader fields the policy never sees: the facts a right answer states, and claims it
 must not make. The service calls `grade(sample, item)` per answer, in a worker process, with the request's

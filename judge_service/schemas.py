@@ -94,7 +94,7 @@ Thinking = Literal["off", "on"] | ThinkingBudget
 THINKING_DESCRIPTION = (
     "Whether a thinking judge reasons before it marks: 'off' (the JSON from the first token), 'on', or "
     '{"budget": N} (at most N thinking tokens). Default: JUDGE_THINKING, else "off" ("on" for a judge '
-    "that always thinks). Refused (422) where the configured judge cannot do it (README, Thinking judges)."
+    "that always thinks). Refused (422) where the configured judge cannot do it (docs/thinking.md)."
 )
 REASONING_EFFORT_DESCRIPTION = (
     "For judges that take it (gpt-oss, OpenAI-compatible endpoints): how much the judge reasons. "
@@ -102,7 +102,7 @@ REASONING_EFFORT_DESCRIPTION = (
 )
 
 
-# Canary answers (watch/canaries.py; README, Watching for reward hacking).
+# Canary answers (watch/canaries.py; docs/watching.md).
 CanaryKind = Literal[
     "injection", "empty", "opener", "reference_twist", "restated", "verbose_wrong", "refusal"
 ]
@@ -259,7 +259,7 @@ ITEM_DESCRIPTION = (
     "judgement."
 )
 
-# Rubrics (service/rubrics.py, judging/llm/rubric_writer.py; README, Rubrics): an id is "rb_" and 24 hex
+# Rubrics (service/rubrics.py, judging/llm/rubric_writer.py; docs/rubrics.md): an id is "rb_" and 24 hex
 # digits of a hash of what the rubric was made from; "@N" names one version (edits add versions).
 RUBRIC_ID_PATTERN = r"^rb_[0-9a-f]{24}$"
 RUBRIC_REF_PATTERN = r"^(generate|rb_[0-9a-f]{24}(@[1-9][0-9]{0,5})?)$"
@@ -293,7 +293,7 @@ CriterionKind = Literal["essential", "important", "optional", "pitfall"]
 # Weights by kind where a criterion names no weight ("Rubrics as Rewards"): a pitfall that is met lowers
 # the answer's score by its weight (judging/llm/criteria.py, answer_score).
 KIND_WEIGHTS: dict[str, float] = {"essential": 1.0, "important": 0.7, "optional": 0.3, "pitfall": 0.9}
-MAX_CRITERIA = 20  # a checklist rubric's items (README, Rubrics); four default criteria
+MAX_CRITERIA = 20  # a checklist rubric's items (docs/rubrics.md); four default criteria
 
 
 class Criterion(StrictModel):
@@ -400,13 +400,13 @@ class RuleOptions(StrictModel):
     number_locale: NumberLocale = Field(
         default="auto",
         description="For 'numbers': how figures such as 1.705 or 1,250 are read. 'auto' decides one "
-        "format per group from everything it says (README, Graders); 'en' and 'ch' read a decimal point, "
-        '\'de\' and \'fr\' a decimal comma; or name the marks: {"decimal": ",", "thousands": "."}.',
+        "format per group from everything it says (docs/graders/rules.md); 'en' and 'ch' read a decimal "
+        'point, \'de\' and \'fr\' a decimal comma; or name the marks: {"decimal": ",", "thousands": "."}.',
     )
 
 
 class ComparisonOptions(StrictModel):
-    """For the `pairwise` and `knockout` graders (README, Comparison grading)."""
+    """For the `pairwise` and `knockout` graders (docs/graders/comparison.md)."""
 
     both_orders: bool = Field(
         default=True, description="pairwise: judge each pair in both orders (position bias cancels)."
@@ -428,7 +428,7 @@ COMPARISON_DESCRIPTION = "Options of the comparison graders (`pairwise`, `knocko
 
 
 class CascadeOptions(StrictModel):
-    """Rules first, the judge where they say nothing (README, Cascades)."""
+    """Rules first, the judge where they say nothing (docs/graders/cascades.md)."""
 
     rule: str = Field(min_length=1, max_length=64, description="The rule grader that scores first.")
     judge: Literal["ties", "verify"] = Field(
@@ -446,8 +446,8 @@ MAX_JURORS = 8
 
 
 class JuryOptions(StrictModel):
-    """For the `jury` grader: which of JUDGE_JURY's judges, and how their scores become one (README,
-    Juries)."""
+    """For the `jury` grader: which of JUDGE_JURY's judges, and how their scores become one
+    (docs/graders/juries.md)."""
 
     judges: list[Annotated[str, Field(pattern=JUROR_NAME_PATTERN)]] | None = Field(
         default=None,
@@ -987,7 +987,7 @@ GraderKind = Literal["judge", "comparison", "jury", "rule", "code", "rft", "blen
 
 
 class ThinkingInfo(ResponseModel):
-    """How the judge model thinks (README, Thinking judges)."""
+    """How the judge model thinks (docs/thinking.md)."""
 
     switch: ThinkingSwitch
     parser: str | None = Field(description="vLLM's reasoning parser.")

@@ -4,7 +4,7 @@ special tokens, <issue_start> (id 8) and <issue_closed> (id 10), stand in for <t
 With smollm2_think.jinja (a chat template with Qwen3's `enable_thinking` switch) it lets every thinking
 path of the service run on the embedded model: in-process and behind `vllm.entrypoints.openai.api_server`
 (`--reasoning-parser-plugin` this file, `--reasoning-parser issue_think`). The 135M model's thinking is
-noise; this profile exercises the machinery and measures its cost (README, Thinking judges).
+noise; this profile exercises the machinery and measures its cost (docs/thinking.md).
 """
 
 from vllm.reasoning import ReasoningParserManager

@@ -13,7 +13,7 @@ the trainer's global step; with a `run_id` each request carries an Idempotency-K
 the step, the process rank and the batch's content, so a retried step replays what was judged.
 
 A dataset column `item` (a dict of grader fields per row, which the policy never sees) is sent as each
-group's `item`, for graders written as code and RFT grader templates (README, Graders as code).
+group's `item`, for graders written as code and RFT grader templates (docs/graders/code.md).
 `request_options` adds further request fields to every group, e.g. `{"cascade": {"rule": "numbers",
 "judge": "ties"}}` or `{"jury": {"escalate": 1}}` (checked when the function is made).
 

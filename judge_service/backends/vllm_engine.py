@@ -192,8 +192,7 @@ class VLLMEngineBackend:
         if profile.gpt_oss:
             raise RuntimeError(
                 "gpt-oss judges are served over HTTP: vLLM applies the harmony format's grammar only in its "
-                "server. Start `vllm serve` with the model and set JUDGE_BACKEND=openai (README, Thinking "
-                "judges)"
+                "server. Start `vllm serve` with the model and set JUDGE_BACKEND=openai (docs/thinking.md)"
             )
         return profile
 

@@ -10,7 +10,7 @@ Graders that do not run a model (rules, code) go first, side by side, so that a 
 (422) never waits for a model; model graders then run concurrently. A grader named twice in custom terms
 runs once.
 
-A cascade (`cascade` in the request, README Cascades) puts a rule grader before all that: the rule scores
+A request's `cascade` (docs/graders/cascades.md) puts a rule grader before all that: the rule scores
 the group, and the plan's graders (the judge) run only where the rule leaves the group flat ("ties"), or
 where some answer reaches the threshold ("verify": those answers score rule x the judge's correctness,
 the rest keep the rule's score). Each answer says what scored it (`scored_by`); a judge that could not

@@ -222,7 +222,7 @@ class GraderRegistry:
         return GradingPlan(name, tuple(terms), self._cascade(request))
 
     def _cascade(self, request: JudgeRequest) -> Cascade | None:
-        """The request's cascade (README, Cascades); 422 unless its rule is a rule grader."""
+        """The request's cascade (docs/graders/cascades.md); 422 unless its rule is a rule grader."""
         if request.cascade is None:
             return None
         name = request.cascade.rule

@@ -1,6 +1,6 @@
 """The texts of canary answers, built from the group itself: answers no judge should prefer to a real one.
 
-Each kind is one way a policy games a judge (README, Watching for reward hacking):
+Each kind is one way a policy games a judge (docs/watching.md):
 - `injection`: tells the judge to give it top marks;
 - `empty`: nothing at all;
 - `opener`: only a bare opener (":", "Thought process:", ...) that several judges were found to score as

@@ -34,7 +34,8 @@ def engine_service(workdir: Path, **settings: Any) -> ServiceProcess:
 
 @pytest.fixture(scope="session")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
-    # The README's support grader (examples/support_grader.py), for test_code_graders_engine.py.
+    # The support grader of docs/graders/code.md (examples/support_grader.py), for
+    # test_code_graders_engine.py.
     code_graders = '[{"name": "support_facts", "target": "examples.support_grader:grade", "timeout_s": 5}]'
     with engine_client(tmp_path_factory.mktemp("engine"), code_graders=code_graders) as client:
         yield client

@@ -1,6 +1,6 @@
-"""The README's support grader end to end on the real engine: facts checked in code from the task row
-(`item`), the embedded judge's tone score blended on top (`terms`); and an RFT label_model grader
-answered by the real judge model through the hosted API's run route."""
+"""The support grader of docs/graders/code.md end to end on the real engine: facts checked in code from
+the task row (`item`), the embedded judge's tone score blended on top (`terms`); and an RFT label_model
+grader answered by the real judge model through the hosted API's run route."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 Playwright, against the service as a real process on the fake judge, filled through the API.
 
 Screenshots go to the test's output folder (pytest's tmp_path), or to $JUDGE_SCREENSHOTS when set
-(`JUDGE_SCREENSHOTS=docs .venv/bin/python -m pytest tests/pages` refreshes the README's picture).
+(`JUDGE_SCREENSHOTS=docs .venv/bin/python -m pytest tests/pages` refreshes docs/run-page.png).
 """
 
 from __future__ import annotations

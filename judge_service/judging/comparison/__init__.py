@@ -1,3 +1,3 @@
 """Comparison grading: the judge compares answers two at a time and the verdicts become scores
-(README, Comparison grading). strength.py turns verdicts into scores, schedule.py says which answers meet,
+(docs/graders/comparison.md). strength.py turns verdicts into scores, schedule.py says which answers meet,
 grader.py runs the `pairwise` and `knockout` graders."""

@@ -1,5 +1,5 @@
 """The `pairwise` and `knockout` graders: the judge compares answers two at a time (llm/compare.py), and
-the verdicts become each answer's score (README, Comparison grading).
+the verdicts become each answer's score (docs/graders/comparison.md).
 
 - pairwise: the pairs of schedule.pair_schedule, each in both orders unless the request says one
   (position bias cancels), all of a group's comparisons at once on the engine (they share the prompt up

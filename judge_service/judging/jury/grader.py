@@ -1,4 +1,5 @@
-"""The `jury` grader: several LLM judges mark the same group, and their scores become one (README, Juries).
+"""The `jury` grader: several LLM judges mark the same group, and their scores become one
+(docs/graders/juries.md).
 
 For one group: the jury takes one admission slot (the group counts once), then asks its judges, each an
 LLM judge of its own (llm/judge.py) over its own backend, with the request's criteria and options. Without

@@ -13,7 +13,7 @@ A template folder without the per_answer files serves the group decoding only.
 Comparison grading (judging/comparison/) takes compare_system.j2 + compare_user.j2: two answers, A and B,
 after the conversation and reference, and a verdict per criterion (its own version).
 
-Checklist rubrics (any binary criterion, README Rubrics) take checklist_system.j2 for the system message in
+Checklist rubrics (any binary criterion, docs/rubrics.md) take checklist_system.j2 for the system message in
 both decodings, with and without reasons (its own version), and the user message of the decoding.
 
 Marks only (reasons "none") swaps the system message for marks_system.j2 / per_answer_marks_system.j2:
