@@ -1,6 +1,6 @@
 """The default rubric (used when a request names no criteria), and how criteria become scores.
 
-Criteria are on a 1-5 scale (a mark) or binary (a checklist item, met or not; README, Rubrics). A
+Criteria are on a 1-5 scale (a mark) or binary (a checklist item, met or not; docs/rubrics.md). A
 checklist item's `kind` (essential, important, optional, pitfall) sets its default weight; a pitfall
 describes a mistake, and being met lowers the answer's score (answer_score).
 """

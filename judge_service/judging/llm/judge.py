@@ -74,7 +74,7 @@ class JudgeOptions:
     thinking: ThinkingMode = OFF
     reasons: Reasons = "inline"
     # Rubrics written per prompt (rubric "generate"): how they are written, which the fingerprint covers
-    # in place of each prompt's items (README, Rubrics).
+    # in place of each prompt's items (docs/rubrics.md).
     rubric: str | None = None
 
 

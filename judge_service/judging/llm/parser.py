@@ -5,7 +5,7 @@ before the mark so the model explains itself before committing to a number. Mark
 "none"): {"<answer id>": {"<criterion>": 1-5, ...}, ...}, the most compact form a judge can write: about
 19 tokens an answer for four criteria, where {"<criterion>": {"mark": 1-5}} takes 34.
 
-Checklist items (binary criteria, README Rubrics) hold "met" (true or false) where a mark would be:
+Checklist items (binary criteria, docs/rubrics.md) hold "met" (true or false) where a mark would be:
 {"<item>": {"reason": "...", "met": true}}, or the bare boolean in marks only. A parsed item's Mark has
 mark 1 (met) or 0 (not met), and its expected value is the probability of met.
 
