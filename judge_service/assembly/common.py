@@ -16,8 +16,9 @@ from judge_service.schemas import (
     JudgeResponse,
     MemberRequest,
     MemberResponse,
-    StoredJudgement,
 )
+from judge_service.service.idempotency import request_hash
+from judge_service.store.base import KeyedJudgement
 
 ClosedBy = Literal["size", "deadline", "stored"]
 
@@ -126,9 +127,28 @@ def member_reply(
     )
 
 
-def from_stored(stored: StoredJudgement, member: MemberRequest) -> MemberResponse:
-    """A member of a group already judged and stored: its result if it was judged, else 409."""
+def from_stored(keyed: KeyedJudgement, member: MemberRequest) -> MemberResponse:
+    """A member of a group already judged and stored: its result if it was judged as this member asks,
+    else 409 (a member that differs from its group in a group field, as while the group was open; its
+    group_size is not kept with the judgement, so it is not compared)."""
+    stored = keyed.judgement
     texts = {a.id: a.text for a in stored.request.answers}
+    asked = request_hash(group_request(member.group_fields(), texts))
+    if asked != keyed.request_hash and asked != request_hash(stored.request):
+        judged = stored.request.model_dump()
+        differing = sorted(
+            name for name, value in member.group_fields().items() if judged.get(name, value) != value
+        )
+        raise ConflictError(
+            f"group {member.group_key!r} was judged (judgement {stored.judgement_id}) with other group "
+            f"fields than this member's{': ' + ', '.join(differing) if differing else ''}; every member of "
+            "a group sends the same group fields",
+            details={
+                "judgement_id": stored.judgement_id,
+                "group_key": member.group_key,
+                "differing": differing,
+            },
+        )
     answer_id = member.answer.id
     if answer_id not in texts:
         raise ConflictError(

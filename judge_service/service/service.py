@@ -44,7 +44,7 @@ from judge_service.schemas import (
 from judge_service.service.idempotency import GradeFn, IdempotencyGuard, ScopedKey
 from judge_service.service.regrade import regraded_request
 from judge_service.service.rubrics import RubricService
-from judge_service.store.base import IdempotencyKey, JudgementStore
+from judge_service.store.base import IdempotencyKey, JudgementStore, KeyedJudgement
 from judge_service.watch.canaries import Canary, CanaryPolicy, without_canary
 from judge_service.watch.canaries import result as canary_result
 from judge_service.watch.length_bias import length_bias
@@ -223,11 +223,10 @@ class JudgeService:
             return RegradeItem(regrade_of=old_id, error=_error_body(exc))
         return RegradeItem(regrade_of=old_id, judgement=new)
 
-    async def stored_under(self, idempotency_key: str, caller: str | None) -> StoredJudgement | None:
-        """The judgement stored under a caller's Idempotency-Key, if any (group assembly looks up groups
-        judged already)."""
-        found = await self._store.get_by_idempotency_key(ScopedKey(idempotency_key, caller).stored)
-        return found.judgement if found is not None else None
+    async def stored_under(self, idempotency_key: str, caller: str | None) -> KeyedJudgement | None:
+        """The judgement stored under a caller's Idempotency-Key, with the hash of the request it was judged
+        for, if any (group assembly looks up groups judged already)."""
+        return await self._store.get_by_idempotency_key(ScopedKey(idempotency_key, caller).stored)
 
     async def get(self, judgement_id: str) -> StoredJudgement:
         """A stored judgement, with the reasons written for it afterwards when there are some."""

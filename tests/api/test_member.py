@@ -105,6 +105,25 @@ async def test_a_retry_while_the_group_is_open_waits_with_the_first(tmp_path: Pa
         assert (await first).json() == (await retry).json()
 
 
+async def test_a_member_retried_with_other_group_fields_after_its_group_was_judged_is_409(
+    tmp_path: Path, assembly: str
+) -> None:
+    async with serving(tmp_path, member_assembly=assembly) as (_, client):
+        replies = await post_all(client, [member(f"a{i}", size=2) for i in range(2)])
+        judgement_id = replies[0].json()["judgement_id"]
+        changed = await client.post(
+            "/v1/judge/member", json=member("a1", size=2, reference="Something else.")
+        )
+        assert changed.status_code == 409
+        assert changed.json()["error"]["details"] == {
+            "judgement_id": judgement_id,
+            "group_key": "prompt-1",
+            "differing": ["reference"],
+        }
+        again = await client.post("/v1/judge/member", json=member("a1", size=2, deadline_s=5))
+        assert again.status_code == 200 and again.json()["judgement_id"] == judgement_id
+
+
 async def test_at_the_deadline_enough_members_are_judged_together(tmp_path: Path, assembly: str) -> None:
     async with serving(tmp_path, member_assembly=assembly) as (_, client):
         replies = await post_all(client, [member(f"a{i}", deadline_s=0.2) for i in range(3)])  # of 4

@@ -5,10 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import assume, given, settings
 
-from judge_service.backends.fake import FakeBackend
+from judge_service.backends.fake import FakeBackend, fake_thinking_profile
 from judge_service.backends.readiness import Readiness
+from judge_service.backends.thinking_profile import ThinkingProfile
 from judge_service.config import PACKAGED_PROMPTS
+from judge_service.errors import InvalidGroupError
 from judge_service.judging.fingerprint import grader_fingerprint
 from judge_service.judging.llm.admission import GroupAdmission
 from judge_service.judging.llm.caller import JudgeCaller, JudgeSettings
@@ -17,15 +20,17 @@ from judge_service.judging.llm.prompt import PromptRenderer
 from judge_service.judging.registry import GraderRegistry
 from judge_service.metrics import JudgeMetrics
 from judge_service.schemas import JudgeRequest
+from tests.request_changes import JUDGE_FIELDS, change
 from tests.unit.requests import CRITERION, request
 
 PROMPTS = PACKAGED_PROMPTS
 
 
-def judge(model: str = "fake-judge", **settings: Any) -> LLMJudge:
+def judge(model: str = "fake-judge", *, thinking: ThinkingProfile | None = None, **settings: Any) -> LLMJudge:
     renderer = PromptRenderer(PROMPTS, "judge_group")
     metrics = JudgeMetrics()
-    caller = JudgeCaller(FakeBackend(model_name=model), renderer, metrics, JudgeSettings(**settings))
+    backend = FakeBackend(model_name=model, **({} if thinking is None else {"thinking": thinking}))
+    caller = JudgeCaller(backend, renderer, metrics, JudgeSettings(**settings))
     return LLMJudge(
         caller,
         admission=GroupAdmission(1, 1, metrics),
@@ -90,3 +95,61 @@ def test_number_locale_counts_only_when_set_and_the_judge_reason_language_only_w
     assert fp(request(grader="similarity", options={"number_locale": "auto"})) == "d9816aa5a72b9d14"
     assert fp(request(reason_language="de")) != fp(request())
     assert fp(request(reason_language="auto")) != fp(request(reason_language="de"))
+
+
+# A judge request's fields as the judge's fingerprint sees them: what belongs to the group never changes
+# it; each field of the grading has a value that does (on a judge that takes it); the fields other graders
+# read leave the judge's fingerprint alone. Every field is in one of the three.
+OF_THE_GROUP = {
+    "conversation",
+    "reference",
+    "answers",
+    "run_id",
+    "step",
+    "group_key",
+    "seed",
+    "item",
+    "canaries",
+}
+THINKER = fake_thinking_profile(ThinkingProfile(switch="toggle", parser="qwen3"))
+GRADING: dict[str, tuple[Any, ThinkingProfile | None]] = {
+    "criteria": ([CRITERION], None),
+    "rubric": ("generate", None),
+    "grader": ("judge+similarity", None),
+    "terms": ([{"grader": "judge", "weight": 2}], None),
+    "orders": (2, None),
+    "decoding": ("per_answer", None),
+    "score_from": ("expected", None),
+    "reason_language": ("de", None),
+    "reasons": ("none", None),
+    "thinking": ("on", THINKER),
+    "reasoning_effort": ("high", THINKER),
+    "cascade": ({"rule": "numbers", "judge": "ties"}, None),
+}
+OTHER_GRADERS = {"options", "comparison", "jury"}
+
+
+def test_every_request_field_is_of_the_group_of_the_grading_or_of_other_graders() -> None:
+    assert OF_THE_GROUP | set(GRADING) | OTHER_GRADERS == set(JudgeRequest.model_fields)
+    assert len(OF_THE_GROUP) + len(GRADING) + len(OTHER_GRADERS) == len(JudgeRequest.model_fields)
+
+
+@pytest.mark.parametrize("field", sorted(GRADING))
+def test_each_field_of_the_grading_changes_the_fingerprint(field: str) -> None:
+    value, thinking = GRADING[field]
+    llm = judge(thinking=thinking)
+    assert fp(request(**{field: value}), llm) != fp(request(), llm)
+
+
+@settings(max_examples=200, deadline=None)
+@given(change({name: JUDGE_FIELDS[name] for name in OF_THE_GROUP | OTHER_GRADERS}))
+def test_fields_of_the_group_and_of_other_graders_leave_the_judges_fingerprint(
+    field_value: tuple[str, Any],
+) -> None:
+    field, value = field_value
+    try:
+        changed = fp(request(**{field: value}))
+    except (ValueError, InvalidGroupError):  # refused: jury options beside the judge, or by the model
+        assume(False)
+        raise
+    assert changed == fp(request())
