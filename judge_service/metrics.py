@@ -8,6 +8,7 @@ With several worker processes (JUDGE_WORKERS, cli.py) prometheus_client's multip
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Summary, generate_latest
 from prometheus_client.multiprocess import MultiProcessCollector
@@ -35,6 +36,9 @@ _GROUP_SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 64)
 class JudgeMetrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
+        # (metric, label values) -> the labelled child: `labels()` checks its arguments and takes a lock
+        # on every call, and every request asks for the same few children (bounded label values).
+        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
         r = self.registry
         self.requests = Counter(
             "judge_requests_total",
@@ -357,6 +361,14 @@ class JudgeMetrics:
         self.unscored_answers.labels(grader="judge")
         for code in ("judge_unavailable", "judge_timeout"):
             self.backend_errors.labels(code=code)
+
+    def child(self, metric: Any, *values: str) -> Any:
+        """`metric.labels(*values)`, looked up once per label values (the children are never removed)."""
+        key = (id(metric), values)
+        found = self._children.get(key)
+        if found is None:
+            found = self._children[key] = metric.labels(*values)
+        return found
 
     def render(self) -> bytes:
         if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):  # several workers: every worker's values

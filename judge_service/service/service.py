@@ -295,14 +295,14 @@ class JudgeService:
 
     def _observe(self, judgement: StoredJudgement) -> None:
         m = self._metrics
-        m.group_seconds.labels(grader=judgement.grader).observe(judgement.timings.total_ms / 1000)
+        m.child(m.group_seconds, judgement.grader).observe(judgement.timings.total_ms / 1000)
         m.answers_per_group.observe(len(judgement.answers))
-        m.groups.labels(grader=judgement.grader, status=judgement.status).inc()
+        m.child(m.groups, judgement.grader, judgement.status).inc()
         unscored = sum(1 for a in judgement.answers if a.status == "unscored")
         if unscored:
             m.unscored_answers.labels(grader=judgement.grader).inc(unscored)
         if judgement.reasons is not None:
-            m.groups_by_reasons.labels(reasons=judgement.reasons).inc()
+            m.child(m.groups_by_reasons, judgement.reasons).inc()
         if judgement.order_sensitivity is not None:
             m.order_sensitivity.observe(judgement.order_sensitivity)
         if judgement.cascade is not None:

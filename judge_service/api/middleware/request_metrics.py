@@ -34,7 +34,7 @@ class RequestMetrics:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        started = time.perf_counter()
+        started = time.perf_counter() if self.log_requests else 0.0
         status = 500  # what the client sees if the app fails before starting a response
 
         async def recording_send(message: Message) -> None:
@@ -47,7 +47,7 @@ class RequestMetrics:
             await self.app(scope, receive, recording_send)
         finally:
             key = caller_of(scope)
-            self.metrics.requests.labels(endpoint=_endpoint(scope), status=str(status), key=key or "").inc()
+            self.metrics.child(self.metrics.requests, _endpoint(scope), str(status), key or "").inc()
             if self.log_requests:
                 client = scope.get("client")
                 access_log.info(
