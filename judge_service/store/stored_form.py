@@ -180,26 +180,30 @@ NOT_STORED: dict[str, frozenset[str]] = {"StoredJudgement": frozenset({"explaine
 STORED_ONLY = frozenset({"request", "raw_outputs", "thinking", "canaries", "caller", "comparisons", "jury"})
 
 
-def _field_tree(model: type[BaseModel]) -> dict[str, Any]:
-    """The stored models' fields as pydantic's `include` tree: what a wire judgement's dump keeps."""
+def _left_out(wire: type[BaseModel], stored: type[BaseModel]) -> dict[str, Any]:
+    """The wire model's fields that the stored model does not declare, at every depth, as pydantic's
+    `exclude` tree: what a wire judgement's dump must leave out to hold only what the stored form declares."""
     tree: dict[str, Any] = {}
-    for name, field in model.model_fields.items():
-        inner = _stored_model_in(field.annotation)
-        if inner is None:
+    for name, field in wire.model_fields.items():
+        if name not in stored.model_fields:
             tree[name] = True
-        elif _is_container(field.annotation):
-            tree[name] = {"__all__": _field_tree(inner)}
-        else:
-            tree[name] = _field_tree(inner)
+            continue
+        inner_wire = _model_in(field.annotation, BaseModel)
+        inner_stored = _model_in(stored.model_fields[name].annotation, _Stored)
+        if inner_wire is None or inner_stored is None:
+            continue
+        below = _left_out(inner_wire, inner_stored)
+        if below:
+            tree[name] = {"__all__": below} if _is_container(field.annotation) else below
     return tree
 
 
-def _stored_model_in(annotation: Any) -> type[BaseModel] | None:
-    """The stored model an annotation holds (`UsageV1`, `list[AnswerResultV1]`, `dict[str, ...] | None`)."""
-    if isinstance(annotation, type) and issubclass(annotation, _Stored):
+def _model_in(annotation: Any, kind: type[BaseModel]) -> type[BaseModel] | None:
+    """The model of `kind` an annotation holds (`UsageV1`, `list[AnswerResult]`, `dict[str, ...] | None`)."""
+    if isinstance(annotation, type) and issubclass(annotation, kind):
         return annotation
     for argument in get_args(annotation):
-        found = _stored_model_in(argument)
+        found = _model_in(argument, kind)
         if found is not None:
             return found
     return None
@@ -212,17 +216,18 @@ def _is_container(annotation: Any) -> bool:
     return any(_is_container(argument) for argument in get_args(annotation))
 
 
-_STORED_TREE = _field_tree(StoredJudgementV1)
-_STORED_TREE_NO_CANARIES = {name: value for name, value in _STORED_TREE.items() if name != "canaries"}
+# Computed once: a small exclude tree costs the dump far less than an include tree of every stored field.
+_LEFT_OUT = _left_out(StoredJudgement, StoredJudgementV1)
+_LEFT_OUT_AND_CANARIES = {**_LEFT_OUT, "canaries": True}
 
 
 def document(judgement: StoredJudgement) -> str:
     """The JSON a store writes for a judgement: the wire judgement's fields that the stored form declares
     (the dump runs in pydantic's core; tests/store/test_stored_forms.py checks it equals the stored
     model's own dump). A judgement without canaries is stored without the key, as before canaries."""
-    if judgement.canaries is None:
-        return judgement.model_dump_json(include=_STORED_TREE_NO_CANARIES)
-    return judgement.model_dump_json(include=_STORED_TREE)
+    return judgement.model_dump_json(
+        exclude=_LEFT_OUT_AND_CANARIES if judgement.canaries is None else _LEFT_OUT
+    )
 
 
 def dump(stored: StoredJudgementV1) -> str:
