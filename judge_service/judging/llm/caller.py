@@ -490,9 +490,8 @@ class JudgeCaller:
         found = expected_marks(reply.logprobs, bare=not call.reasons)
         missing: dict[str, str] = {}
         for answer_id, marks in parsed.marks.items():
-            prefix = () if call.per_answer else (answer_id,)
             for name, mark in marks.items():
-                value = found.get((*prefix, name))
+                value = found.get((name,) if call.per_answer else (answer_id, name))
                 if value is None:
                     missing[answer_id] = NOT_LOCATED
                 else:

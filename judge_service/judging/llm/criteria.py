@@ -8,6 +8,7 @@ describes a mistake, and being met lowers the answer's score (answer_score).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from judge_service.schemas import Criterion
 
@@ -54,11 +55,27 @@ def answer_score(scores: Mapping[str, float], criteria: Sequence[Criterion]) -> 
     not pitfalls, less each pitfall's weight times its score (how surely it was met), relative to the same
     total weight; clipped to 0-1 ("Rubrics as Rewards", explicit aggregation). Without pitfalls: the
     plain weighted mean, as before checklists existed."""
-    positive = [c for c in criteria if not c.pitfall]
-    total = sum(c.effective_weight for c in positive)
-    gained = sum(scores[c.name] * c.effective_weight for c in positive)
-    lost = sum(scores[c.name] * c.effective_weight for c in criteria if c.pitfall)
-    return min(1.0, max(0.0, (gained - lost) / total))
+    return Weighing.of(criteria).score(scores)
+
+
+@dataclass(frozen=True)
+class Weighing:
+    """A rubric's weights as answer_score reads them, worked out once for a group's answers."""
+
+    positive: tuple[tuple[str, float], ...]  # (name, weight) of the criteria that are not pitfalls
+    pitfalls: tuple[tuple[str, float], ...]
+    total: float
+
+    @classmethod
+    def of(cls, criteria: Sequence[Criterion]) -> Weighing:
+        positive = tuple((c.name, c.effective_weight) for c in criteria if not c.pitfall)
+        pitfalls = tuple((c.name, c.effective_weight) for c in criteria if c.pitfall)
+        return cls(positive, pitfalls, sum(weight for _, weight in positive))
+
+    def score(self, scores: Mapping[str, float]) -> float:
+        gained = sum(scores[name] * weight for name, weight in self.positive)
+        lost = sum(scores[name] * weight for name, weight in self.pitfalls)
+        return min(1.0, max(0.0, (gained - lost) / self.total))
 
 
 def criterion_config(criterion: Criterion) -> dict[str, object]:

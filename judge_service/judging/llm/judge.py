@@ -28,7 +28,7 @@ from judge_service.judging.base import AnswerGrade, Group, GroupGrades, ModelRun
 from judge_service.judging.language import reason_language_name
 from judge_service.judging.llm.admission import GroupAdmission
 from judge_service.judging.llm.caller import JudgeCaller, JudgeOutcome, JudgeSettings
-from judge_service.judging.llm.criteria import answer_score, criterion_config, resolve_criteria
+from judge_service.judging.llm.criteria import Weighing, criterion_config, resolve_criteria
 from judge_service.judging.llm.explain import explain_marks
 from judge_service.judging.llm.orders import (
     criterion_score,
@@ -239,7 +239,11 @@ class LLMJudge:
         shown = [*group.answers, *([group.canary] if group.canary is not None else [])]
         answer_ids = [a.id for a in shown]
         by_id = {a.id: a for a in shown}
-        reason_language = reason_language_name(options.reason_language, group.conversation_text())
+        reason_language = (
+            None
+            if options.reason_language is None
+            else reason_language_name(options.reason_language, group.conversation_text())
+        )
         inline = writes_reasons(options.reasons, group.judgement_id, self._caller.settings.reason_sample_rate)
         prepared = [
             await self._caller.prepare(
@@ -279,7 +283,8 @@ class LLMJudge:
             reasons="inline" if inline else "none",
         )
         expected = options.score_from == "expected"
-        grades = {a: _answer_grade(a, outcome, criteria, expected=expected) for a in answer_ids}
+        rubric = _Rubric.of(criteria)
+        grades = {a: _answer_grade(a, outcome, rubric, expected=expected) for a in answer_ids}
         return GroupGrades(grades, run)
 
     async def explain(self, stored: StoredJudgement, canary: Answer | None) -> ExplainedReasons:
@@ -293,17 +298,30 @@ class LLMJudge:
             return await explain_marks(self._caller, stored, canary, language)
 
 
-def _answer_grade(
-    answer_id: str, outcome: JudgeOutcome, criteria: list[Criterion], *, expected: bool
-) -> AnswerGrade:
+@dataclass(frozen=True)
+class _Rubric:
+    """What grading each answer reads of the criteria, worked out once per group."""
+
+    criteria: list[Criterion]
+    weighing: Weighing
+    checklist: bool
+
+    @classmethod
+    def of(cls, criteria: list[Criterion]) -> _Rubric:
+        return cls(criteria, Weighing.of(criteria), any(c.binary for c in criteria))
+
+
+def _answer_grade(answer_id: str, outcome: JudgeOutcome, rubric: _Rubric, *, expected: bool) -> AnswerGrade:
     marks = outcome.parsed.marks.get(answer_id)
     if marks is None:
         reason = outcome.parsed.failures.get(answer_id, "the judge gave no marks for this answer")
         return AnswerGrade(None, reason)
-    scores = {c.name: criterion_score(outcome, answer_id, c, expected=expected) for c in criteria}
+    criteria = rubric.criteria
+    means = outcome.mean_scores.get(answer_id)
+    scores = {c.name: criterion_score(marks[c.name], c, means, expected=expected) for c in criteria}
     per_criterion = {c.name: _criterion_fields(c, marks[c.name], scores[c.name]) for c in criteria}
-    overall = answer_score(scores, criteria)
-    checklist = any(c.binary for c in criteria)
+    overall = rubric.weighing.score(scores)
+    checklist = rubric.checklist
     if checklist:
         explanation = "rubric: " + _items_line(criteria, marks)
     else:

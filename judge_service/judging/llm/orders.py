@@ -25,7 +25,7 @@ import hashlib
 import math
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from judge_service.judging.llm.caller import JudgeCall, JudgeCaller, JudgeOutcome, gather_outcomes
 from judge_service.judging.llm.criteria import answer_score, scaled
@@ -105,15 +105,14 @@ def combine_orders(
 
 
 def criterion_score(
-    outcome: JudgeOutcome, answer_id: str, criterion: Criterion, *, expected: bool = False
+    mark: Mark, criterion: Criterion, means: Mapping[str, float] | None, *, expected: bool = False
 ) -> float:
-    """The 0-1 score of one criterion: with `expected`, the scaled expected mark (a checklist item: the
-    probability of met) where the mark has one; else the mean over orders when combined, else the
-    scaled mark."""
-    mark = outcome.parsed.marks[answer_id][criterion.name]
+    """The 0-1 score of one criterion's mark: with `expected`, the scaled expected mark (a checklist item:
+    the probability of met) where the mark has one; else the mean over orders when combined (`means`, the
+    answer's combine_orders scores), else the scaled mark."""
     if expected and mark.expected is not None:
         return scaled(criterion, mark.expected)
-    mean = outcome.mean_scores.get(answer_id, {}).get(criterion.name)
+    mean = None if means is None else means.get(criterion.name)
     if mean is not None:
         return mean
     return scaled(criterion, mark.mark)

@@ -20,7 +20,7 @@ with an "id" field, or nest it under "answers"/"judgements": all of these are ac
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from judge_service.judging.json_text import Duplicate, extract_json
 
@@ -135,13 +135,13 @@ def max_output_tokens(
     return n_answers * (n_criteria * per_mark + 16) + 32
 
 
-@dataclass(frozen=True)
-class Mark:
+class Mark(NamedTuple):
+    """A tuple, not a dataclass: a group's reply makes one per answer and criterion, twice with expected
+    marks, and a tuple costs a fraction of a frozen dataclass to build."""
+
     mark: int  # 1-5; a checklist item: 1 met, 0 not met
     reason: str | None  # None: a marks-only reply
-    expected: float | None = (
-        None  # the probability-weighted mark, or of met (expected.py); None: not available
-    )
+    expected: float | None = None  # the probability-weighted mark, or of met (expected.py); None: not available
 
 
 @dataclass
@@ -275,6 +275,13 @@ def _marks_for(
     marks: dict[str, Mark] = {}
     for name in criteria:
         raw = entry.get(name)
+        if reasons and type(raw) is dict and name not in binary:  # the usual entry, checked the short way
+            value, reason = raw.get("mark"), raw.get("reason")
+            if type(value) is int and 1 <= value <= 5 and type(reason) is str:
+                stripped = reason.strip()
+                if stripped:
+                    marks[name] = Mark(value, stripped[:reason_max_chars])
+                    continue
         key, read, expected_value = (
             ("met", _as_met, "true or false") if name in binary else ("mark", _as_mark, "an integer 1-5")
         )
