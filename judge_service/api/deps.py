@@ -32,6 +32,20 @@ def _app_state(name: str, kind: type[T]) -> Callable[[Request], Awaitable[T]]:
     return provide
 
 
+def service_of(request: Request) -> JudgeService:
+    """The service, for the judging routes: read straight from app.state, where a dependency would cost
+    FastAPI a resolution per request on the hottest routes."""
+    return cast(JudgeService, request.app.state.service)
+
+
+def shares_of(request: Request) -> KeyShares:
+    return cast(KeyShares, request.app.state.shares)
+
+
+def assembly_of(request: Request) -> MemberAssembly:
+    return cast(MemberAssembly, request.app.state.assembly)
+
+
 ServiceDep = Annotated[JudgeService, Depends(_app_state("service", JudgeService))]
 MetricsDep = Annotated[JudgeMetrics, Depends(_app_state("metrics", JudgeMetrics))]
 AssemblyDep = Annotated[MemberAssembly, Depends(_app_state("assembly", MemberAssembly))]

@@ -6,7 +6,15 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Request
 
-from judge_service.api.deps import AssemblyDep, JudgementId, RunId, ServiceDep, SharesDep
+from judge_service.api.deps import (
+    JudgementId,
+    RunId,
+    ServiceDep,
+    SharesDep,
+    assembly_of,
+    service_of,
+    shares_of,
+)
 from judge_service.api.headers import idempotency_key_header
 from judge_service.api.middleware.auth import caller_of, principal_of
 from judge_service.schemas import (
@@ -60,26 +68,21 @@ BatchIdempotencyKeyHeader = Annotated[
 
 @router.post("/judge", response_model=JudgeResponse, summary="Grade one group of answers")
 async def judge(
-    request: JudgeRequest,
-    http: Request,
-    service: ServiceDep,
-    shares: SharesDep,
-    idempotency_key: IdempotencyKeyHeader = None,
+    request: JudgeRequest, http: Request, idempotency_key: IdempotencyKeyHeader = None
 ) -> JudgeResponse:
-    async with shares.hold(principal_of(http.scope), 1):
-        return await service.grade(request, idempotency_key=idempotency_key, caller=caller_of(http.scope))
+    principal = principal_of(http.scope)
+    if principal is None:  # keys off: no share to hold
+        return await service_of(http).grade(request, idempotency_key=idempotency_key)
+    async with shares_of(http).hold(principal, 1):
+        return await service_of(http).grade(request, idempotency_key=idempotency_key, caller=principal.name)
 
 
 @router.post("/judge/batch", response_model=BatchJudgeResponse, summary="Grade many groups in one request")
 async def judge_batch(
-    request: BatchJudgeRequest,
-    http: Request,
-    service: ServiceDep,
-    shares: SharesDep,
-    idempotency_key: BatchIdempotencyKeyHeader = None,
+    request: BatchJudgeRequest, http: Request, idempotency_key: BatchIdempotencyKeyHeader = None
 ) -> BatchJudgeResponse:
-    async with shares.hold(principal_of(http.scope), len(request.groups)):
-        results = await service.grade_batch(
+    async with shares_of(http).hold(principal_of(http.scope), len(request.groups)):
+        results = await service_of(http).grade_batch(
             request.groups, idempotency_key=idempotency_key, caller=caller_of(http.scope)
         )
     return BatchJudgeResponse(results=results)
@@ -91,11 +94,9 @@ async def judge_batch(
     summary="One answer of a group, for trainers that score one sample at a time; answered when its "
     "group has been judged",
 )
-async def judge_member(
-    request: MemberRequest, http: Request, assembly: AssemblyDep, shares: SharesDep
-) -> MemberResponse:
-    async with shares.hold(principal_of(http.scope), 1 / request.group_size):
-        return await assembly.submit(request, caller=caller_of(http.scope))
+async def judge_member(request: MemberRequest, http: Request) -> MemberResponse:
+    async with shares_of(http).hold(principal_of(http.scope), 1 / request.group_size):
+        return await assembly_of(http).submit(request, caller=caller_of(http.scope))
 
 
 @router.get(
