@@ -54,12 +54,12 @@ def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> float | None:
 
 def average_ranks(values: Sequence[float]) -> list[float]:
     """1-based ranks, ties sharing the mean of the ranks they span."""
-    order = sorted(range(len(values)), key=lambda i: values[i])
+    order = sorted(range(len(values)), key=values.__getitem__)
     ranks = [0.0] * len(values)
     start = 0
     while start < len(order):
         end = start
-        while end + 1 < len(order) and _sign(values[order[end + 1]] - values[order[start]]) == 0:
+        while end + 1 < len(order) and abs(values[order[end + 1]] - values[order[start]]) <= _TOLERANCE:
             end += 1
         for k in range(start, end + 1):
             ranks[order[k]] = (start + end) / 2 + 1

@@ -47,7 +47,12 @@ def resolve_criteria(criteria: list[Criterion] | None) -> list[Criterion]:
 def scaled(criterion: Criterion, value: float) -> float:
     """A mark (or expected mark) as a 0-1 score: (mark - 1) / 4 on 1-5; a binary item's value (1 met,
     0 not, or the probability of met) as it is."""
-    return value if criterion.binary else (value - 1) / 4
+    return scaled_value(criterion.binary, value)
+
+
+def scaled_value(binary: bool, value: float) -> float:
+    """`scaled` for a criterion known to be a checklist item (`binary`) or not."""
+    return value if binary else (value - 1) / 4
 
 
 def answer_score(scores: Mapping[str, float], criteria: Sequence[Criterion]) -> float:

@@ -21,6 +21,7 @@ mark: the caller says so and uses the integer mark.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Sequence
 
 from judge_service.backends.base import TokenLogprobs
@@ -29,12 +30,14 @@ from judge_service.judging.llm.mark_locations import Path, mark_locations
 MARK_DIGITS = "12345"
 _DIGITS = frozenset(MARK_DIGITS)
 _MET = frozenset("tf")
+_DIGIT_VALUES = {digit: int(digit) for digit in MARK_DIGITS}  # an alternative that is the digit alone
+_TOKEN_TEXT = operator.attrgetter("token")
 
 
 def expected_marks(tokens: Sequence[TokenLogprobs], *, bare: bool = False) -> dict[Path, float]:
     """Key path (as in mark_locations) -> expected mark, for every mark whose digit token was found."""
     result: dict[Path, float] = {}
-    for path, (index, offset) in mark_locations([t.token for t in tokens], bare=bare).items():
+    for path, (index, offset) in mark_locations(list(map(_TOKEN_TEXT, tokens)), bare=bare).items():
         value = _expected_at(tokens[index], offset)
         if value is not None:
             result[path] = value
@@ -53,14 +56,17 @@ def _expected_at(token: TokenLogprobs, offset: int) -> float | None:
     alternatives.setdefault(generated, token.logprob)
     weighted = total = 0.0
     for text, logprob in alternatives.items():
-        digit = text[offset : offset + 1]
-        if digit not in _DIGITS or (offset and not text.startswith(before)):
-            continue
-        after = text[offset + 1 : offset + 2]
-        if after.isdigit() or after == ".":
-            continue
+        value = _DIGIT_VALUES.get(text) if offset == 0 else None
+        if value is None:  # the digit inside a longer token: read it there
+            digit = text[offset : offset + 1]
+            if digit not in _DIGITS or (offset and not text.startswith(before)):
+                continue
+            after = text[offset + 1 : offset + 2]
+            if after.isdigit() or after == ".":
+                continue
+            value = _DIGIT_VALUES[digit]
         weight = math.exp(logprob)
-        weighted += int(digit) * weight
+        weighted += value * weight
         total += weight
     if total <= 0 or not math.isfinite(total):
         return None

@@ -300,15 +300,18 @@ class LLMJudge:
 
 @dataclass(frozen=True)
 class _Rubric:
-    """What grading each answer reads of the criteria, worked out once per group."""
+    """What grading each answer reads of the criteria, worked out once per group: per criterion its name,
+    whether it is a checklist item and its kind, and the weights."""
 
     criteria: list[Criterion]
+    parts: tuple[tuple[str, bool, str | None], ...]
     weighing: Weighing
     checklist: bool
 
     @classmethod
     def of(cls, criteria: list[Criterion]) -> _Rubric:
-        return cls(criteria, Weighing.of(criteria), any(c.binary for c in criteria))
+        parts = tuple((c.name, c.binary, c.kind) for c in criteria)
+        return cls(criteria, parts, Weighing.of(criteria), any(binary for _, binary, _ in parts))
 
 
 def _answer_grade(answer_id: str, outcome: JudgeOutcome, rubric: _Rubric, *, expected: bool) -> AnswerGrade:
@@ -316,14 +319,18 @@ def _answer_grade(answer_id: str, outcome: JudgeOutcome, rubric: _Rubric, *, exp
     if marks is None:
         reason = outcome.parsed.failures.get(answer_id, "the judge gave no marks for this answer")
         return AnswerGrade(None, reason)
-    criteria = rubric.criteria
     means = outcome.mean_scores.get(answer_id)
-    scores = {c.name: criterion_score(marks[c.name], c, means, expected=expected) for c in criteria}
-    per_criterion = {c.name: _criterion_fields(c, marks[c.name], scores[c.name]) for c in criteria}
+    scores: dict[str, float] = {}
+    per_criterion: dict[str, dict[str, Any]] = {}
+    for name, binary, kind in rubric.parts:
+        mark = marks[name]
+        score = criterion_score(mark, binary, None if means is None else means.get(name), expected=expected)
+        scores[name] = score
+        per_criterion[name] = _criterion_fields(binary, kind, mark, score)
     overall = rubric.weighing.score(scores)
     checklist = rubric.checklist
     if checklist:
-        explanation = "rubric: " + _items_line(criteria, marks)
+        explanation = "rubric: " + _items_line(rubric.criteria, marks)
     else:
         explanation = "weighted mean of the judge's criterion scores"
     if expected:
@@ -337,24 +344,24 @@ def _answer_grade(answer_id: str, outcome: JudgeOutcome, rubric: _Rubric, *, exp
     return AnswerGrade(round(overall, 6), explanation, criteria=per_criterion)
 
 
-def _criterion_fields(criterion: Criterion, mark: Mark, score: float) -> dict[str, Any]:
+def _criterion_fields(binary: bool, kind: str | None, mark: Mark, score: float) -> dict[str, Any]:
     """A criterion's fields in the answer's result (CriterionMark): the mark, or for a checklist item
     whether it was met and how likely."""
-    if criterion.binary:
+    if binary:
         return {
             "mark": None,
             "met": bool(mark.mark),
             "met_probability": mark.expected,
             "score": score,
             "reason": mark.reason,
-            "kind": criterion.kind,
+            "kind": kind,
         }
     return {
         "mark": mark.mark,
         "expected_mark": mark.expected,
         "score": score,
         "reason": mark.reason,
-        "kind": criterion.kind,
+        "kind": kind,
     }
 
 

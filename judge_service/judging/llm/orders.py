@@ -25,10 +25,10 @@ import hashlib
 import math
 import random
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from judge_service.judging.llm.caller import JudgeCall, JudgeCaller, JudgeOutcome, gather_outcomes
-from judge_service.judging.llm.criteria import answer_score, scaled
+from judge_service.judging.llm.criteria import answer_score, scaled, scaled_value
 from judge_service.judging.llm.parser import Mark, ParsedJudgement
 from judge_service.schemas import MAX_ORDERS, Criterion
 
@@ -104,18 +104,15 @@ def combine_orders(
     return combined, means
 
 
-def criterion_score(
-    mark: Mark, criterion: Criterion, means: Mapping[str, float] | None, *, expected: bool = False
-) -> float:
-    """The 0-1 score of one criterion's mark: with `expected`, the scaled expected mark (a checklist item:
-    the probability of met) where the mark has one; else the mean over orders when combined (`means`, the
-    answer's combine_orders scores), else the scaled mark."""
+def criterion_score(mark: Mark, binary: bool, mean: float | None, *, expected: bool = False) -> float:
+    """The 0-1 score of one criterion's mark (a checklist item's when `binary`): with `expected`, the
+    scaled expected mark (a checklist item: the probability of met) where the mark has one; else the mean
+    over orders when combined (`mean`, combine_orders' score), else the scaled mark."""
     if expected and mark.expected is not None:
-        return scaled(criterion, mark.expected)
-    mean = None if means is None else means.get(criterion.name)
+        return scaled_value(binary, mark.expected)
     if mean is not None:
         return mean
-    return scaled(criterion, mark.mark)
+    return scaled_value(binary, mark.mark)
 
 
 def order_sensitivity(

@@ -141,7 +141,7 @@ class Mark(NamedTuple):
 
     mark: int  # 1-5; a checklist item: 1 met, 0 not met
     reason: str | None  # None: a marks-only reply
-    expected: float | None = None  # the probability-weighted mark, or of met (expected.py); None: not available
+    expected: float | None = None  # the probability-weighted mark, or of met (expected.py); None: none
 
 
 @dataclass
