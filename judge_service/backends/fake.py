@@ -208,10 +208,13 @@ class FakeBackend:
         if type(self).marks_for is not FakeBackend.marks_for:
             marks = self.marks_for(request)
             return json.dumps(marks[request.answer_id] if request.answer_id is not None else marks)
-        if any(_MARKS_ASKED.search(m["content"]) for m in request.messages):
+        # Scripts are looked for only in prompts that name the fake judge: a plain substring test first,
+        # so a capacity benchmark does not pay regex scans of every prompt.
+        scripted = any(_SCRIPTED in m["content"] for m in request.messages)
+        if scripted and any(_MARKS_ASKED.search(m["content"]) for m in request.messages):
             marks = _marked_answers(request, self._model_name)
             return json.dumps(marks[request.answer_id] if request.answer_id is not None else marks)
-        if any(LEAVE_ONE_UNSCORED in m["content"] for m in request.messages):
+        if scripted and any(LEAVE_ONE_UNSCORED in m["content"] for m in request.messages):
             marks = _marks(_criteria_by_id(request))
             first = _ANSWER_SHOWN.search(request.messages[-1]["content"])
             if request.answer_id is not None:  # per-answer: the first shown answer's call marks nothing
@@ -465,6 +468,7 @@ def _mark(answer_id: str, criterion: str) -> int:
 
 
 _MARKS_ASKED = re.compile(r"\[fake judge[^\]:]*: mark [1-5]\]")
+_SCRIPTED = "[fake judge"  # what every script above starts with
 
 
 def _marked_answers(request: GenerationRequest, model: str) -> dict[str, dict[str, dict[str, object]]]:
