@@ -66,7 +66,7 @@ class Group:
         return [*order[:place], self.canary.id, *order[place:]]
 
     def without_canary(self) -> Group:
-        return replace(self, canary=None)
+        return self if self.canary is None else replace(self, canary=None)
 
     def canary_alone(self) -> Group:
         """The canary as a group of its own, for the graders that score answers one by one."""
