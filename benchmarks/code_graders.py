@@ -1,7 +1,7 @@
 """What graders written as code cost: the worker pool's overhead per answer, and what a grader that hangs
 does to everyone else.
 
-    .venv/bin/python -m benchmarks.code_graders [--groups 400] [--answers 8] [--workers 2]
+    .venv/bin/python -m benchmarks code_graders [--groups 400] [--answers 8] [--workers 2]
 
 One service in this process (fake judge, SQLite in a temporary folder, uvicorn on loopback, the pool's
 workers as child processes), loaded over HTTP:
@@ -19,23 +19,23 @@ workers as child processes), loaded over HTTP:
 
 from __future__ import annotations
 
-import argparse
-import asyncio
+import contextlib
 import json
 import tempfile
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import httpx
-
+from benchmarks.experiment import Column, Experiment, Run, Sweep, best_of, col, level_col, ratio_col, shared
 from benchmarks.groups import make_groups
-from benchmarks.load import run_load
-from benchmarks.report import latency_summary, machine_info, markdown_table, ratio, write_result
+from benchmarks.load import post_all
+from benchmarks.report import latency_summary, ratio
 from benchmarks.servers import in_process_server
 from judge_service.app import create_app
 from judge_service.backends.fake import FakeBackend
 from judge_service.config import Settings
 
+POOL_OPTIONS = shared(answers=8, workers=2, rounds=2)
 HANG_TIMEOUT_S = 1.0
 SPECS = [
     {"name": "trivial", "target": "benchmarks.code_grader_functions:trivial", "timeout_s": 10},
@@ -47,27 +47,7 @@ SPECS = [
 ]
 
 
-async def _round(url: str, groups: list[dict[str, Any]], concurrency: int) -> tuple[Any, list[float]]:
-    """(load result, latencies of the ordinary groups: those not asking to hang)."""
-    ordinary: list[float] = []
-    async with httpx.AsyncClient(
-        base_url=url, timeout=120, limits=httpx.Limits(max_connections=128)
-    ) as client:
-
-        async def call(body: dict[str, Any]) -> None:
-            started = asyncio.get_running_loop().time()
-            response = await client.post("/v1/judge", json=body)
-            response.raise_for_status()
-            if not (body.get("item") or {}).get("hang"):
-                ordinary.append(asyncio.get_running_loop().time() - started)
-
-        result = await run_load(groups, call, concurrency)
-    if result.errors:
-        raise RuntimeError(f"{len(result.errors)} requests failed, e.g. {result.errors[0]}")
-    return result, ordinary
-
-
-def _with(
+def graded_by(
     groups: list[dict[str, Any]], grader: str, item: dict[str, Any] | None = None
 ) -> list[dict[str, Any]]:
     return [
@@ -76,95 +56,114 @@ def _with(
     ]
 
 
-async def main(args: argparse.Namespace) -> None:
-    groups = make_groups(args.groups, args.answers, seed=7)
+async def ordinary_latencies(url: str, bodies: list[dict[str, Any]], concurrency: int) -> list[float]:
+    """Latencies of the groups that do not ask to hang."""
+    load = await post_all(url, "/v1/judge", bodies, concurrency)
+    return [t for t, (body, _) in zip(load.latencies_s, load.results, strict=True) if not body.get("item")]
+
+
+@contextlib.asynccontextmanager
+async def setup(run: Run) -> AsyncIterator[str]:
+    """One service in this process (fake judge, the code graders of SPECS), served on loopback."""
     with tempfile.TemporaryDirectory(prefix="bench-code-") as home:
         settings = Settings(
-            backend="fake", home_dir=Path(home), code_graders=json.dumps(SPECS), code_workers=args.workers
+            backend="fake", home_dir=Path(home), code_graders=json.dumps(SPECS), code_workers=run.args.workers
         )
         app = create_app(settings, backend=FakeBackend(record=False))
         async with in_process_server(app, lifespan="on") as url:
-            await _round(url, _with(groups[:32], "trivial"), 8)  # warm up
-            overhead_rows, overhead = [], {}
-            for concurrency in (1, 64):
-                count = args.groups if concurrency > 1 else max(50, args.groups // 4)
-                timings: dict[str, list[Any]] = {"exact": [], "trivial": []}
-                for _ in range(args.rounds):
-                    for grader in ("exact", "trivial"):
-                        result, _ = await _round(url, _with(groups[:count], grader), concurrency)
-                        timings[grader].append(result)
-                exact_rate = max(r.per_second() for r in timings["exact"])
-                code_rate = max(r.per_second() for r in timings["trivial"])
-                # One in flight: the latency difference is the pool's cost. Many in flight: the service's
-                # own limit (HTTP, storing every judgement) decides, so only the throughput ratio says.
-                per_answer_ms = (
-                    (1 / code_rate - 1 / exact_rate) / args.answers * 1000 if concurrency == 1 else None
-                )
-                overhead[concurrency] = {
-                    "exact_groups_per_s": exact_rate,
-                    "code_groups_per_s": code_rate,
-                    "throughput_ratio_code_vs_exact": ratio(code_rate, exact_rate),
-                    "overhead_per_answer_ms": None if per_answer_ms is None else round(per_answer_ms, 3),
-                }
-                overhead_rows.append(
-                    [concurrency, exact_rate, code_rate, ratio(code_rate, exact_rate), per_answer_ms]
-                )
+            await post_all(
+                url, "/v1/judge", graded_by(make_groups(32, run.args.answers, seed=7), "trivial"), 8
+            )
+            yield url
 
-            hang_rows, hang = [], {}
-            hanging = set(range(0, args.groups, 10))  # every tenth group: 10%
-            for ordinary_grader in ("exact", "trivial"):
-                mixed = [
-                    {**g, "grader": "hangs", "item": {"hang": g["answers"][0]["text"]}}
-                    if i in hanging
-                    else {**g, "grader": ordinary_grader}
-                    for i, g in enumerate(_with(groups, ordinary_grader))
-                ]
-                _, calm = await _round(url, _with(groups, ordinary_grader), args.concurrency)
-                _, stormy = await _round(url, mixed, args.concurrency)
-                calm_p, stormy_p = latency_summary(calm), latency_summary(stormy)
-                hang[ordinary_grader] = {"no_hangs": calm_p, "with_10pct_hanging": stormy_p}
-                hang_rows.append(
-                    [
-                        ordinary_grader,
-                        calm_p["p50_ms"],
-                        calm_p["p99_ms"],
-                        stormy_p["p50_ms"],
-                        stormy_p["p99_ms"],
-                        ratio(stormy_p["p99_ms"], calm_p["p99_ms"]),
-                    ]
-                )
 
-    table = (
-        f"Overhead of the worker pool ({args.answers} answers per group, {args.workers} workers)\n\n"
-        + markdown_table(
-            ["in flight", "exact groups/s", "code groups/s", "code/exact", "overhead per answer (ms)"],
-            overhead_rows,
-        )
-        + f"\n\nOrdinary groups while 10% hang until their {HANG_TIMEOUT_S:g} s timeout "
-        + f"({args.concurrency} in flight)\n\n"
-        + markdown_table(
-            [
-                "ordinary grader",
-                "p50 calm (ms)",
-                "p99 calm (ms)",
-                "p50 with hangs",
-                "p99 with hangs",
-                "p99 ratio",
+async def measure(run: Run, grader: str, concurrency: int) -> dict[str, Any]:
+    """One round of one grader: groups/s."""
+    args = run.args
+    count = args.groups if concurrency > 1 else max(50, args.groups // 4)
+    groups = make_groups(args.groups, args.answers, seed=7)[:count]
+    load = await post_all(run.state, "/v1/judge", graded_by(groups, grader), concurrency)
+    return {"groups_per_s": load.per_second(), "answers": args.answers}
+
+
+def per_answer_ms(cell: Any) -> float | None:
+    """One in flight: the latency difference is the pool's cost. Many in flight: the service's own limit
+    (HTTP, storing every judgement) decides, so only the throughput ratio says."""
+    if cell.level != 1:
+        return None
+    exact = cell.at("exact")["groups_per_s"]
+    return (1 / cell["groups_per_s"] - 1 / exact) / cell.entries[0]["answers"] * 1000
+
+
+async def hanging(run: Run, ordinary: str, _: None) -> dict[str, Any]:
+    """The ordinary groups' latency without and with 10% of groups hanging until their timeout."""
+    args = run.args
+    groups = make_groups(args.groups, args.answers, seed=7)
+    hangs = set(range(0, args.groups, 10))  # every tenth group: 10%
+    mixed = [
+        {**g, "grader": "hangs", "item": {"hang": g["answers"][0]["text"]}} if i in hangs else g
+        for i, g in enumerate(graded_by(groups, ordinary))
+    ]
+    calm = await ordinary_latencies(run.state, graded_by(groups, ordinary), args.concurrency)
+    stormy = await ordinary_latencies(run.state, mixed, args.concurrency)
+    return {"no_hangs": latency_summary(calm), "with_10pct_hanging": latency_summary(stormy)}
+
+
+def report(run: Run) -> None:
+    run.result["overhead"] = {
+        level: {
+            "exact_groups_per_s": run.cell("exact", level)["groups_per_s"],
+            "code_groups_per_s": (code := run.cell("trivial", level))["groups_per_s"],
+            "throughput_ratio_code_vs_exact": ratio(
+                code["groups_per_s"], run.cell("exact", level)["groups_per_s"]
+            ),
+            "overhead_per_answer_ms": None if (ms := per_answer_ms(code)) is None else round(ms, 3),
+        }
+        for level in (1, 64)
+    }
+    run.result["hanging"] = {arm: run.cell(arm, key="hanging").entry for arm in ("exact", "trivial")}
+
+
+EXPERIMENT = Experiment(
+    options=[
+        *POOL_OPTIONS,
+        *shared(groups=400, concurrency=(16, "in flight in the hanging-grader part")),
+    ],
+    arms=("exact", "trivial"),
+    levels=(1, 64),
+    rounds="rounds",
+    order="fixed",
+    combine=best_of("groups_per_s"),
+    row_arms=("trivial",),
+    title=lambda run: (
+        f"Overhead of the worker pool ({run.args.answers} answers per group, {run.args.workers} workers)"
+    ),
+    columns=[
+        level_col("in flight"),
+        Column("exact groups/s", lambda cell: cell.at("exact")["groups_per_s"]),
+        col("code groups/s", "groups_per_s"),
+        ratio_col("code/exact", "groups_per_s", over="exact"),
+        Column("overhead per answer (ms)", per_answer_ms),
+    ],
+    parts=[
+        Sweep(
+            key="hanging",
+            arms=("exact", "trivial"),
+            measure=hanging,
+            title=lambda run: (
+                f"Ordinary groups while 10% hang until their {HANG_TIMEOUT_S:g} s timeout "
+                f"({run.args.concurrency} in flight)"
+            ),
+            columns=[
+                Column("ordinary grader", lambda cell: cell.arm),
+                col("p50 calm (ms)", "no_hangs.p50_ms"),
+                col("p99 calm (ms)", "no_hangs.p99_ms"),
+                col("p50 with hangs", "with_10pct_hanging.p50_ms"),
+                col("p99 with hangs", "with_10pct_hanging.p99_ms"),
+                Column("p99 ratio", lambda c: ratio(c["with_10pct_hanging.p99_ms"], c["no_hangs.p99_ms"])),
             ],
-            hang_rows,
         )
-    )
-    result = {"machine": machine_info(), "args": vars(args), "overhead": overhead, "hanging": hang}
-    write_result("code_graders", result, table)
+    ],
+)
 
-
-if __name__ == "__main__":
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--groups", type=int, default=400)
-    parser.add_argument("--answers", type=int, default=8)
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--concurrency", type=int, default=16, help="in flight in the hanging-grader part")
-    asyncio.run(main(parser.parse_args()))
+EXPERIMENT.run_if_main(__name__)

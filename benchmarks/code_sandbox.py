@@ -1,7 +1,7 @@
 """What the sandbox around grader code costs: the same code grader under `JUDGE_CODE_SANDBOX=bubblewrap`
 and `process`, and inline python (a fresh worker per call) under each.
 
-    .venv/bin/python -m benchmarks.code_sandbox [--groups 300] [--answers 8] [--workers 2] [--rounds 2]
+    .venv/bin/python -m benchmarks code_sandbox [--groups 300] [--answers 8] [--workers 2] [--rounds 2]
 
 Two services in this process (fake judge, SQLite in temporary folders, uvicorn on loopback), one per
 isolation, loaded over HTTP in alternating rounds (these machines are shared and noisy: the ratio from
@@ -19,8 +19,6 @@ side by side are the sandbox's price.
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import contextlib
 import json
 import tempfile
@@ -28,11 +26,21 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import httpx
-
+from benchmarks.code_graders import POOL_OPTIONS
+from benchmarks.experiment import (
+    Column,
+    Experiment,
+    Run,
+    Sweep,
+    best_of,
+    col,
+    level_col,
+    option,
+    ratio_col,
+    shared,
+)
 from benchmarks.groups import make_groups
-from benchmarks.load import LoadResult, run_load
-from benchmarks.report import machine_info, markdown_table, ratio, write_result
+from benchmarks.load import post_all
 from benchmarks.servers import in_process_server
 from judge_service.app import create_app
 from judge_service.backends.fake import FakeBackend
@@ -44,6 +52,7 @@ INLINE = {
     "grader": {"type": "python", "name": "p", "source": "def grade(sample, item):\n    return 1.0\n"},
     "model_sample": "an answer",
 }
+RUN_PATH = "/v1/fine_tuning/alpha/graders/run"
 
 
 @contextlib.asynccontextmanager
@@ -62,109 +71,112 @@ async def _service(isolation: str, workers: int) -> AsyncIterator[str]:
             yield url
 
 
-async def _load(url: str, path: str, bodies: list[dict[str, Any]], concurrency: int) -> LoadResult:
-    async with httpx.AsyncClient(
-        base_url=url, timeout=120, limits=httpx.Limits(max_connections=128)
-    ) as client:
-
-        async def call(body: dict[str, Any]) -> None:
-            response = await client.post(path, json=body)
-            response.raise_for_status()
-            if path != "/v1/judge" and response.json()["metadata"]["errors"]["python_grader_server_error"]:
-                raise RuntimeError(response.text)
-
-        result = await run_load(bodies, call, concurrency)
-    if result.errors:
-        raise RuntimeError(f"{len(result.errors)} requests failed, e.g. {result.errors[0]}")
-    return result
-
-
-def _judging(groups: list[dict[str, Any]], grader: str) -> list[dict[str, Any]]:
+def judging(groups: list[dict[str, Any]], grader: str) -> list[dict[str, Any]]:
     return [{**g, "grader": grader, "run_id": None, "step": None} for g in groups]
 
 
-async def main(args: argparse.Namespace) -> None:
-    groups = make_groups(args.groups, args.answers, seed=11)
+def no_server_error(reply: dict[str, Any]) -> None:
+    if reply["metadata"]["errors"]["python_grader_server_error"]:
+        raise RuntimeError(json.dumps(reply))
+
+
+@contextlib.asynccontextmanager
+async def setup(run: Run) -> AsyncIterator[dict[str, str]]:
+    """A service per isolation, warmed up: workers started, code paths imported."""
+    args = run.args
     async with _service("process", args.workers) as plain, _service("bubblewrap", args.workers) as boxed:
         urls = {"process": plain, "bubblewrap": boxed}
-        for url in urls.values():  # warm up: workers started, code paths imported
-            await _load(url, "/v1/judge", _judging(groups[:32], "trivial"), 8)
-            await _load(url, "/v1/fine_tuning/alpha/graders/run", [INLINE] * 4, 2)
+        for url in urls.values():
+            await post_all(url, "/v1/judge", judging(make_groups(32, args.answers, seed=11), "trivial"), 8)
+            await post_all(url, RUN_PATH, [INLINE] * 4, 2, check=no_server_error)
+        yield urls
 
-        configured_rows, configured = [], {}
-        for concurrency in (1, 64):
-            count = args.groups if concurrency > 1 else max(50, args.groups // 4)
-            best: dict[tuple[str, str], float] = {}
-            for _ in range(args.rounds):
-                for isolation, url in urls.items():
-                    for grader in ("exact", "trivial"):
-                        result = await _load(url, "/v1/judge", _judging(groups[:count], grader), concurrency)
-                        key = (isolation, grader)
-                        best[key] = max(best.get(key, 0.0), result.per_second())
-            for isolation in ISOLATIONS:
-                exact, code = best[(isolation, "exact")], best[(isolation, "trivial")]
-                per_answer_ms = (1 / code - 1 / exact) / args.answers * 1000 if concurrency == 1 else None
-                configured[f"{isolation}@{concurrency}"] = {
-                    "exact_groups_per_s": exact,
-                    "code_groups_per_s": code,
-                    "overhead_per_answer_ms": per_answer_ms,
-                }
-                configured_rows.append(
-                    [concurrency, isolation, exact, code, ratio(code, exact), per_answer_ms]
-                )
-            configured_rows.append(
-                [
-                    concurrency,
-                    "bubblewrap / process",
-                    None,
-                    None,
-                    ratio(best[("bubblewrap", "trivial")], best[("process", "trivial")]),
-                    None,
-                ]
-            )
 
-        inline_rows, inline = [], {}
-        for concurrency in (1, 8):
-            calls = [INLINE] * (args.inline_calls if concurrency > 1 else max(10, args.inline_calls // 4))
-            rates: dict[str, float] = {}
-            for _ in range(args.rounds):
-                for isolation, url in urls.items():
-                    result = await _load(url, "/v1/fine_tuning/alpha/graders/run", calls, concurrency)
-                    rates[isolation] = max(rates.get(isolation, 0.0), result.per_second())
-            for isolation in ISOLATIONS:
-                inline[f"{isolation}@{concurrency}"] = {"calls_per_s": rates[isolation]}
-                inline_rows.append([concurrency, isolation, rates[isolation], 1000 / rates[isolation]])
-            inline_rows.append(
-                [concurrency, "bubblewrap / process", ratio(rates["bubblewrap"], rates["process"]), None]
-            )
+async def measure(run: Run, arm: str, concurrency: int) -> dict[str, Any]:
+    """One round of a grader ("exact" or the code grader "trivial") under one isolation."""
+    args, (isolation, grader) = run.args, arm.split()
+    count = args.groups if concurrency > 1 else max(50, args.groups // 4)
+    groups = make_groups(args.groups, args.answers, seed=11)[:count]
+    load = await post_all(run.state[isolation], "/v1/judge", judging(groups, grader), concurrency)
+    return {"groups_per_s": load.per_second(), "answers": args.answers}
 
-    table = (
-        f"A configured code grader ({args.answers} answers per group, {args.workers} workers)\n\n"
-        + markdown_table(
-            [
-                "in flight",
-                "isolation",
-                "exact groups/s",
-                "code groups/s",
-                "code/exact",
-                "overhead/answer (ms)",
+
+async def inline(run: Run, isolation: str, concurrency: int) -> dict[str, Any]:
+    """One round of inline python calls, a fresh worker each."""
+    calls = run.args.inline_calls if concurrency > 1 else max(10, run.args.inline_calls // 4)
+    load = await post_all(
+        run.state[isolation], RUN_PATH, [INLINE] * calls, concurrency, check=no_server_error
+    )
+    return {"calls_per_s": load.per_second()}
+
+
+def per_answer_ms(cell: Any) -> float | None:
+    if cell.level != 1:
+        return None
+    exact = cell.at(cell.arm.replace("trivial", "exact"))["groups_per_s"]
+    return (1 / cell["groups_per_s"] - 1 / exact) / cell["answers"] * 1000
+
+
+def report(run: Run) -> None:
+    run.result["configured"] = {
+        f"{isolation}@{level}": {
+            "exact_groups_per_s": run.cell(f"{isolation} exact", level)["groups_per_s"],
+            "code_groups_per_s": (code := run.cell(f"{isolation} trivial", level))["groups_per_s"],
+            "overhead_per_answer_ms": per_answer_ms(code),
+        }
+        for isolation in ISOLATIONS
+        for level in (1, 64)
+    }
+    run.result["inline"] = {
+        f"{isolation}@{level}": {"calls_per_s": run.cell(isolation, level, key="inline")["calls_per_s"]}
+        for isolation in ISOLATIONS
+        for level in (1, 8)
+    }
+
+
+EXPERIMENT = Experiment(
+    options=[
+        *POOL_OPTIONS,
+        *shared(groups=300),
+        option("--inline-calls", 80, "inline python calls per round"),
+    ],
+    arms=[f"{isolation} {grader}" for isolation in ISOLATIONS for grader in ("exact", "trivial")],
+    levels=(1, 64),
+    rounds="rounds",
+    order="fixed",
+    combine=best_of("groups_per_s"),
+    row_arms=("process trivial", "bubblewrap trivial"),
+    title=lambda run: (
+        f"A configured code grader ({run.args.answers} answers per group, {run.args.workers} workers)"
+    ),
+    columns=[
+        level_col("in flight"),
+        Column("isolation", lambda cell: cell.arm.split()[0]),
+        Column("exact groups/s", lambda cell: cell.at(cell.arm.replace("trivial", "exact"))["groups_per_s"]),
+        col("code groups/s", "groups_per_s"),
+        ratio_col("code/exact", "groups_per_s", over=lambda arm: arm.replace("trivial", "exact")),
+        Column("overhead/answer (ms)", per_answer_ms),
+        ratio_col("code, vs process", "groups_per_s", over="process trivial"),
+    ],
+    parts=[
+        Sweep(
+            key="inline",
+            arms=ISOLATIONS,
+            levels=(1, 8),
+            rounds="rounds",
+            order="fixed",
+            measure=inline,
+            combine=best_of("calls_per_s"),
+            title="Inline python, a fresh worker per call",
+            columns=[
+                level_col("in flight"),
+                Column("isolation", lambda cell: cell.arm),
+                col("calls/s", "calls_per_s"),
+                Column("ms per call (at 1)", lambda cell: 1000 / cell["calls_per_s"]),
+                ratio_col("vs process", "calls_per_s", over="process"),
             ],
-            configured_rows,
         )
-        + "\n\nInline python, a fresh worker per call\n\n"
-        + markdown_table(["in flight", "isolation", "calls/s", "ms per call (at 1)"], inline_rows)
-    )
-    result = {"machine": machine_info(), "args": vars(args), "configured": configured, "inline": inline}
-    write_result("code_sandbox", result, table)
+    ],
+)
 
-
-if __name__ == "__main__":
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--groups", type=int, default=300)
-    parser.add_argument("--answers", type=int, default=8)
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--inline-calls", type=int, default=80)
-    asyncio.run(main(parser.parse_args()))
+EXPERIMENT.run_if_main(__name__)

@@ -1,6 +1,6 @@
 """Throughput and latency of the real service at 1, 4, 16 and 64 concurrent groups.
 
-    OMP_NUM_THREADS=2 .venv/bin/python -m benchmarks.concurrency [--levels 1,4,16,64] [--waves 2]
+    OMP_NUM_THREADS=2 .venv/bin/python -m benchmarks concurrency [--levels 1,4,16,64] [--waves 2]
 
 The server is `python -m judge_service serve` in a subprocess with its default settings (vLLM engine on
 the embedded model, admission of 32 groups in flight) except small groups for a CPU: JUDGE_* reason
@@ -16,18 +16,19 @@ judge time, and generated tokens/s.
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import sys
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
+from benchmarks.experiment import Experiment, Run, arm_col, col, level_col, option, seconds_col, shared
 from benchmarks.groups import make_groups
 from benchmarks.load import LoadResult, run_load
-from benchmarks.report import latency_summary, log, markdown_table, percentile, write_result
+from benchmarks.report import latency_summary, log, percentile
 from benchmarks.servers import server_process, workdir
 
 NAME = "concurrency"
 BATCH_PATH = "/v1/judge/batch"
+SINGLE = "POST /v1/judge"
 
 
 async def _has_batch(client: Any) -> bool:
@@ -88,108 +89,71 @@ def summarize_level(
     }
 
 
-async def _main(args: argparse.Namespace) -> int:
+@contextlib.asynccontextmanager
+async def setup(run: Run) -> AsyncIterator[Any]:
+    """`python -m judge_service serve` in a subprocess (its defaults but small groups for a CPU) and an
+    httpx client; whether the batch endpoint is there goes to the result."""
     import httpx
 
-    env = {
-        "JUDGE_REASON_MAX_CHARS": str(args.reason_chars),
-        "OMP_NUM_THREADS": "2",
-    }
-    results: list[dict[str, Any]] = []
+    args = run.args
+    env = {"JUDGE_REASON_MAX_CHARS": str(args.reason_chars), "OMP_NUM_THREADS": "2"}
     with workdir(NAME) as tmp:
         env["JUDGE_DB_PATH"] = str(tmp / "judgements.sqlite3")
-        log_path = tmp / "server.log"
         log("starting the service and waiting for it to load the engine ...")
-        with server_process(env, log_path, start_timeout_s=args.start_timeout) as (base_url, _):
+        with server_process(env, tmp / "server.log", start_timeout_s=args.start_timeout) as (base_url, _):
             limits = httpx.Limits(max_connections=max(args.levels) * 2, max_keepalive_connections=None)
             async with httpx.AsyncClient(base_url=base_url, timeout=1800, limits=limits) as client:
                 batch = await _has_batch(client) and not args.no_batch
+                run.result["batch_endpoint_present"] = batch
                 log(f"ready; batch endpoint {'present' if batch else 'absent'}; warm-up")
                 warm = make_groups(2, args.answers, seed=args.seed - 1, n_criteria=args.criteria, run_id=NAME)
                 await run_single(client, warm, 2)
-                for index, level in enumerate(args.levels):
-                    count = max(args.min_groups, level * args.waves)
-                    groups = make_groups(
-                        count, args.answers, seed=args.seed + index, n_criteria=args.criteria, run_id=NAME
-                    )
-                    runs = [("POST /v1/judge", run_single)]
-                    if batch:
-                        runs.append((f"POST {BATCH_PATH}", run_batched))
-                        if index % 2:
-                            runs.reverse()
-                    for endpoint, runner in runs:
-                        load, judgements = await runner(client, groups, level)
-                        entry = summarize_level(endpoint, level, load, judgements)
-                        results.append(entry)
-                        log(
-                            f"{endpoint} level {level}: {entry['groups_per_s']} groups/s, p50 "
-                            f"{entry['latency']['p50_ms']:.0f} ms, p99 {entry['latency']['p99_ms']:.0f} ms, "
-                            f"queue p50 {entry['queue_ms_p50']} ms, errors {len(load.errors)}"
-                        )
-    return _report(args, results, batch)
+                yield client
 
 
-def _report(args: argparse.Namespace, results: list[dict[str, Any]], batch: bool) -> int:
-    rows = [
-        [
-            r["endpoint"],
-            r["level"],
-            r["groups"],
-            r["groups_per_s"],
-            r["latency"]["p50_ms"] / 1000,
-            r["latency"]["p99_ms"] / 1000,
-            r["queue_ms_p50"] / 1000,
-            r["completion_tokens_per_s"],
-        ]
-        for r in results
-    ]
-    table = markdown_table(
-        [
-            "endpoint",
-            "concurrent groups",
-            "groups",
-            "groups/s",
-            "p50 s",
-            "p99 s",
-            "queue p50 s",
-            "generated tokens/s",
-        ],
-        rows,
-    )
-    single = {r["level"]: r for r in results if r["endpoint"] == "POST /v1/judge"}
-    first = single[min(single)]["groups_per_s"] if single else None
-    scaling = {lvl: round(r["groups_per_s"] / first, 2) for lvl, r in single.items()} if first else {}
-    table += (
-        f"\n\nScaling of groups/s vs 1 concurrent group: {scaling}. N={args.answers} answers, "
+async def measure(run: Run, endpoint: str, level: int) -> dict[str, Any]:
+    args = run.args
+    index = args.levels.index(level)
+    count = max(args.min_groups, level * args.waves)
+    groups = make_groups(count, args.answers, seed=args.seed + index, n_criteria=args.criteria, run_id=NAME)
+    runner = run_single if endpoint == SINGLE else run_batched
+    load, judgements = await runner(run.state, groups, level)
+    return summarize_level(endpoint, level, load, judgements)
+
+
+def report(run: Run) -> None:
+    args = run.args
+    single = {level: run.cell(SINGLE, level)["groups_per_s"] for level in args.levels}
+    first = single[min(single)]
+    scaling = {level: round(gps / first, 2) for level, gps in single.items()} if first else {}
+    run.result["scaling_vs_level_1"] = scaling
+    run.notes.append(
+        f"Scaling of groups/s vs 1 concurrent group: {scaling}. N={args.answers} answers, "
         f"{args.criteria} criterion(s), reasons <= {args.reason_chars} chars; p99 is over "
         "max(min-groups, level x waves) groups per level, so at small counts it is close to the max."
     )
-    result = {
-        "config": vars(args),
-        "batch_endpoint_present": batch,
-        "levels": results,
-        "scaling_vs_level_1": scaling,
-    }
-    write_result(NAME, result, table)
-    return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--levels", type=lambda s: [int(x) for x in s.split(",")], default=[1, 4, 16, 64])
-    parser.add_argument("--waves", type=int, default=2, help="groups per level = level x waves")
-    parser.add_argument("--min-groups", type=int, default=3)
-    parser.add_argument("--answers", type=int, default=2)
-    parser.add_argument("--criteria", type=int, default=1)
-    parser.add_argument("--reason-chars", type=int, default=16)
-    parser.add_argument("--seed", type=int, default=31)
-    parser.add_argument("--no-batch", action="store_true", help="skip POST /v1/judge/batch")
-    parser.add_argument("--start-timeout", type=float, default=900)
-    args = parser.parse_args(argv)
-    return asyncio.run(_main(args))
+EXPERIMENT = Experiment(
+    options=[
+        *shared(levels="1,4,16,64", waves=(2, "groups per level = level x waves"), min_groups=3),
+        *shared(answers=2, criteria=1, reason_chars=16, seed=31),
+        option("--no-batch", help="skip POST /v1/judge/batch", action="store_true"),
+        option("--start-timeout", 900.0, "seconds the service may take to load the engine"),
+    ],
+    arms=lambda run: [SINGLE, f"POST {BATCH_PATH}"] if run.result["batch_endpoint_present"] else [SINGLE],
+    levels="levels",
+    order="alternate",
+    columns=[
+        arm_col("endpoint"),
+        level_col("concurrent groups"),
+        col("groups", "groups"),
+        col("groups/s", "groups_per_s"),
+        seconds_col("p50 s", "latency.p50_ms"),
+        seconds_col("p99 s", "latency.p99_ms"),
+        col("queue p50 s", "queue_ms_p50", scale=0.001),
+        col("generated tokens/s", "completion_tokens_per_s"),
+    ],
+)
 
-
-if __name__ == "__main__":
-    sys.exit(main())
+EXPERIMENT.run_if_main(__name__)

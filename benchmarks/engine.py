@@ -1,16 +1,20 @@
 """The judge in-process: settings for a benchmark, the real engine started once, backends that share or
-record it, and the app running on it without HTTP."""
+record it, the app running on it without HTTP, and groups graded through it with what they cost."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.report import log
+from benchmarks.experiment import Column, arm_col, col, level_col, seconds_col
+from benchmarks.load import LoadResult, run_load
+from benchmarks.report import latency_summary, log
+from benchmarks.servers import workdir
 from judge_service.backends.base import (
     THINKING_OFF,
     BackendHealth,
@@ -127,3 +131,93 @@ async def reset_prefix_cache(backend: JudgeBackend) -> bool:
     if asyncio.iscoroutine(outcome):
         outcome = await outcome
     return outcome is not False
+
+
+@dataclass
+class Judge:
+    """The engine, the backend lent to the app (sharing or recording the engine), and the app and
+    service running on it."""
+
+    engine: JudgeBackend
+    lent: JudgeBackend
+    app: Any
+    settings: Settings
+
+    @property
+    def service(self) -> Any:
+        return self.app.state.service
+
+
+@contextlib.asynccontextmanager
+async def judge_on_engine(
+    name: str,
+    metrics: JudgeMetrics | None = None,
+    lend: Callable[[JudgeBackend], JudgeBackend] = SharedBackend,
+    **overrides: Any,
+) -> AsyncIterator[Judge]:
+    """The configured engine started once (settings: the benchmark's overrides, the store in a temporary
+    folder) and the app running on it, lent through `lend`; the engine closed afterwards."""
+    with workdir(name) as tmp:
+        settings = bench_settings(tmp, **overrides)
+        engine = await start_engine(settings, metrics)
+        try:
+            lent = lend(engine)
+            async with running_app(settings, lent) as app:
+                yield Judge(engine, lent, app, settings)
+        finally:
+            await engine.close()
+
+
+async def grade_groups(
+    service: Any,
+    groups: list[dict[str, Any]],
+    concurrency: int,
+    bodies: Callable[[dict[str, Any]], list[dict[str, Any]]] = lambda body: [body],
+) -> tuple[LoadResult, list[Any]]:
+    """Every group through JudgeService.grade, `concurrency` groups in flight (closed loop); a group may
+    be sent as several requests (`bodies`), its latency until the last returns. Returns the load and
+    every response."""
+    from judge_service.schemas import JudgeRequest
+
+    async def grade(body: dict[str, Any]) -> list[Any]:
+        requests = [JudgeRequest.model_validate(b) for b in bodies(body)]
+        return list(await asyncio.gather(*(service.grade(r) for r in requests)))
+
+    load = await run_load(groups, grade, concurrency=concurrency)
+    return load, [r for group in load.results for r in group]
+
+
+def judged(load: LoadResult, responses: list[Any]) -> dict[str, Any]:
+    """What a round of judged groups cost: groups/s, latency, and per group the judge calls and tokens,
+    and the share of answers scored."""
+    answers = [a for r in responses for a in r.answers]
+    n = max(1, load.ok)
+    return {
+        "groups": load.ok,
+        "errors": load.errors[:3],
+        "wall_s": round(load.wall_s, 3),
+        "groups_per_s": round(load.per_second(), 4),
+        "latency": latency_summary(load.latencies_s),
+        "judge_calls_per_group": round(sum(r.usage.judge_calls for r in responses) / n, 2),
+        "prompt_tokens_per_group": round(sum(r.usage.prompt_tokens for r in responses) / n, 1),
+        "completion_tokens_per_group": round(sum(r.usage.completion_tokens for r in responses) / n, 1),
+        "scored_share": round(sum(a.status == "scored" for a in answers) / max(1, len(answers)), 4),
+    }
+
+
+def judged_table(arm_header: str, *more: Column) -> list[Column]:
+    """The table of `judged` entries by arm and groups in flight: latency, groups/s, calls and tokens per
+    group, then `more` columns, then the share of answers scored."""
+    return [
+        arm_col(arm_header),
+        level_col("groups in flight"),
+        col("groups", "groups"),
+        seconds_col("p50 s", "latency.p50_ms"),
+        seconds_col("p99 s", "latency.p99_ms"),
+        col("groups/s", "groups_per_s"),
+        col("calls/group", "judge_calls_per_group"),
+        col("prompt tokens/group", "prompt_tokens_per_group"),
+        col("completion tokens/group", "completion_tokens_per_group"),
+        *more,
+        col("scored", "scored_share"),
+    ]

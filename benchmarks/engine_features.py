@@ -1,6 +1,6 @@
 """Which vLLM features matter for this workload: prefix caching, structured outputs, bounded output length.
 
-    OMP_NUM_THREADS=2 .venv/bin/python -m benchmarks.engine_features [--groups 8] [--loose-max-tokens 512]
+    OMP_NUM_THREADS=2 .venv/bin/python -m benchmarks engine_features [--groups 8] [--loose-max-tokens 512]
 
 Two engines are loaded side by side in this process, identical except for automatic prefix caching
 (A: on, the service default; B: off). The judge requests are the service's own: the groups go once
@@ -20,18 +20,19 @@ groups/s ratio to its baseline.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import sys
+import contextlib
 import time
 import uuid
-from dataclasses import replace
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, replace
 from typing import Any
 
 from benchmarks.engine import RecordingBackend, bench_settings, reset_prefix_cache, running_app, start_engine
+from benchmarks.experiment import Column, Experiment, Run, Sweep, col, option, ratio_col, shared
 from benchmarks.groups import make_groups
 from benchmarks.load import run_load
-from benchmarks.report import log, markdown_table, ratio, write_result
+from benchmarks.report import log
 from benchmarks.servers import env_override, workdir
 from judge_service.backends.base import Generation, GenerationRequest, JudgeBackend
 from judge_service.judging.llm.parser import parse_judgement
@@ -84,11 +85,23 @@ async def _round(
     }
 
 
-async def _main(args: argparse.Namespace) -> int:
+@dataclass
+class Engines:
+    """The engines side by side, and the service's own requests, recorded on the cached one."""
+
+    cached: JudgeBackend
+    uncached: JudgeBackend
+    all_cores: JudgeBackend | None
+    base: list[GenerationRequest]
+    schemas: list[dict[str, Any]]
+
+
+@contextlib.asynccontextmanager
+async def setup(run: Run) -> AsyncIterator[Engines]:
+    args = run.args
     groups = make_groups(
         args.groups, args.answers, seed=args.seed, n_criteria=args.criteria, run_id=NAME, fixed_order=True
     )
-    rounds: list[dict[str, Any]] = []
     with workdir(NAME) as tmp:
         settings = bench_settings(tmp, reason_max_chars=args.reason_chars, parse_retries=0)
         started = time.perf_counter()
@@ -114,32 +127,36 @@ async def _main(args: argparse.Namespace) -> int:
             base = list(recorder.requests)
             schemas = [r.json_schema or {} for r in base]
             await _round(uncached, base, schemas, args.groups, reset=False)  # warm-up of engine B
-
-            plan: list[tuple[str, str, JudgeBackend]] = []
-            for engine_name in ("cached", "uncached", "uncached", "cached"):
-                plan.append(("prefix_caching", engine_name, cached if engine_name == "cached" else uncached))
-            for variant in [*PALINDROME, *reversed(PALINDROME)]:
-                plan.append(("output", variant, cached))
             if all_cores is not None:
                 await _round(all_cores, base, schemas, args.groups, reset=True)  # warm-up
-                for name in ("reserved_core", "all_cores", "all_cores", "reserved_core"):
-                    plan.append(("cpu_binding", name, all_cores if name == "all_cores" else cached))
-            for block, label, engine in plan:
-                requests = base if block != "output" else _variant(base, label, args.loose_max_tokens)
-                measured = await _round(engine, requests, schemas, args.groups, reset=engine is not uncached)
-                entry = {"block": block, "variant": label, **measured}
-                rounds.append(entry)
-                log(
-                    f"{block}/{label}: {entry['groups_per_s']} groups/s, completion tokens "
-                    f"{entry['completion_tokens']}, complete {entry['complete_parses']}/{entry['groups']}, "
-                    f"hit limit {entry['hit_length_limit']}"
-                )
+            run.result["computed_max_tokens"] = base[0].max_tokens if base else None
+            yield Engines(cached, uncached, all_cores, base, schemas)
         finally:
             await cached.close()
             await uncached.close()
             if all_cores is not None:
                 await all_cores.close()
-    return _report(args, rounds, base[0].max_tokens if base else None)
+
+
+async def measure(run: Run, engine_name: str, _: None) -> dict[str, Any]:
+    """The baseline requests on the engine with prefix caching (its cache emptied first) or without."""
+    on = run.state
+    engine = on.cached if engine_name == "cached" else on.uncached
+    return await _round(engine, on.base, on.schemas, run.args.groups, reset=engine is not on.uncached)
+
+
+async def output(run: Run, variant: str, _: None) -> dict[str, Any]:
+    """A variant of the requests (schema dropped, bound loosened) on the cached engine."""
+    on = run.state
+    requests = _variant(on.base, variant, run.args.loose_max_tokens)
+    return await _round(on.cached, requests, on.schemas, run.args.groups, reset=True)
+
+
+async def cpu_binding(run: Run, name: str, _: None) -> dict[str, Any]:
+    on = run.state
+    engine = on.all_cores if name == "all_cores" else on.cached
+    assert engine is not None
+    return await _round(engine, on.base, on.schemas, run.args.groups, reset=True)
 
 
 def _aggregate(rounds: list[dict[str, Any]]) -> dict[str, Any]:
@@ -156,101 +173,76 @@ def _aggregate(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _report(args: argparse.Namespace, rounds: list[dict[str, Any]], bound: int | None) -> int:
-    def pick(block: str, variant: str) -> list[dict[str, Any]]:
-        return [r for r in rounds if r["block"] == block and r["variant"] == variant]
+LABELS = {
+    "reserved_core": "CPU: vLLM default binding (one core kept for the frontend)",
+    "all_cores": "CPU: OpenMP on all cores (VLLM_CPU_NUM_OF_RESERVED_CPU=0)",
+    "cached": "prefix caching on (schema, bounded)",
+    "uncached": "prefix caching off (schema, bounded)",
+    "base": "schema + bound (service default)",
+    "no_schema": "no schema, bound",
+    "loose": "schema, max_tokens {loose}",
+    "no_schema_loose": "no schema, max_tokens {loose}",
+}
 
-    prefix = {v: _aggregate(pick("prefix_caching", v)) for v in ("cached", "uncached")}
-    output = {v: _aggregate(pick("output", v)) for v in PALINDROME}
-    binding = (
-        {v: _aggregate(pick("cpu_binding", v)) for v in ("reserved_core", "all_cores")}
-        if pick("cpu_binding", "all_cores")
-        else {}
+
+def columns(over: str) -> Any:
+    def declared(run: Run) -> list[Column]:
+        return [
+            Column("variant", lambda cell: LABELS[cell.arm].format(loose=run.args.loose_max_tokens)),
+            col("groups/s", "groups_per_s"),
+            ratio_col("ratio", "groups_per_s", over=over),
+            col("completion tokens/group", "completion_tokens_per_group"),
+            col("complete parses", "complete_share"),
+            col("hit max_tokens", "hit_length_limit_share"),
+        ]
+
+    return declared
+
+
+def report(run: Run) -> None:
+    args = run.args
+    run.notes.append(
+        "Ratios: prefix caching on vs off; all cores vs vLLM's default binding; the others vs schema + bound "
+        f"(computed bound {run.result['computed_max_tokens']} tokens). N={args.answers}, {args.criteria} "
+        f"criterion(s), reasons <= {args.reason_chars} chars, {args.groups} groups per round, all at once."
     )
-    ratios = {
-        "prefix_caching_on_over_off": ratio(
-            prefix["cached"]["groups_per_s"], prefix["uncached"]["groups_per_s"]
+
+
+EXPERIMENT = Experiment(
+    options=[
+        option("--groups", 8, "groups per round, all at once"),
+        *shared(answers=2, criteria=1, reason_chars=16),
+        option("--loose-max-tokens", 512),
+        *shared(seed=41),
+        option(
+            "--cpu-binding",
+            action="store_true",
+            help="CPU only: a third engine with OpenMP on all cores (VLLM_CPU_NUM_OF_RESERVED_CPU=0), ABBA",
         ),
-        **{
-            f"{v}_over_base": ratio(output[v]["groups_per_s"], output["base"]["groups_per_s"])
-            for v in PALINDROME[1:]
-        },
-    }
-    if binding:
-        ratios["all_cores_over_reserved_core"] = ratio(
-            binding["all_cores"]["groups_per_s"], binding["reserved_core"]["groups_per_s"]
-        )
-    labels = {
-        "reserved_core": "CPU: vLLM default binding (one core kept for the frontend)",
-        "all_cores": "CPU: OpenMP on all cores (VLLM_CPU_NUM_OF_RESERVED_CPU=0)",
-        "cached": "prefix caching on (schema, bounded)",
-        "uncached": "prefix caching off (schema, bounded)",
-        "base": "schema + bound (service default)",
-        "no_schema": "no schema, bound",
-        "loose": f"schema, max_tokens {args.loose_max_tokens}",
-        "no_schema_loose": f"no schema, max_tokens {args.loose_max_tokens}",
-    }
-    rows = []
-    special = {
-        "cached": ratios["prefix_caching_on_over_off"],
-        "all_cores": ratios.get("all_cores_over_reserved_core", float("nan")),
-    }
-    for key, agg in [*prefix.items(), *output.items(), *binding.items()]:
-        if key in special:
-            versus = special[key]
-        elif key in ("uncached", "base", "reserved_core"):
-            versus = 1.0
-        else:
-            versus = ratios[f"{key}_over_base"]
-        rows.append(
-            [
-                labels[key],
-                agg["groups_per_s"],
-                versus,
-                agg["completion_tokens_per_group"],
-                agg["complete_share"],
-                agg["hit_length_limit_share"],
-            ]
-        )
-    table = markdown_table(
-        ["variant", "groups/s", "ratio", "completion tokens/group", "complete parses", "hit max_tokens"], rows
-    )
-    table += (
-        f"\n\nRatios: prefix caching on vs off; all cores vs vLLM's default binding; the others vs schema + "
-        f"bound (computed bound {bound} tokens). N={args.answers}, {args.criteria} criterion(s), "
-        f"reasons <= {args.reason_chars} chars, {args.groups} groups per round, all at once."
-    )
-    result = {
-        "config": vars(args),
-        "computed_max_tokens": bound,
-        "prefix_caching": prefix,
-        "output": output,
-        "cpu_binding": binding,
-        "ratios": ratios,
-        "rounds": rounds,
-    }
-    write_result(NAME, result, table)
-    return 0
+    ],
+    key="prefix_caching",
+    arms=("cached", "uncached"),
+    order="palindrome",
+    combine=_aggregate,
+    columns=columns(over="uncached"),
+    parts=[
+        Sweep(
+            key="output",
+            arms=PALINDROME,
+            order="palindrome",
+            measure=output,
+            combine=_aggregate,
+            columns=columns(over="base"),
+        ),
+        Sweep(
+            key="cpu_binding",
+            arms=lambda run: ("reserved_core", "all_cores") if run.state.all_cores else (),
+            order="palindrome",
+            measure=cpu_binding,
+            combine=_aggregate,
+            columns=columns(over="reserved_core"),
+        ),
+    ],
+)
 
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--groups", type=int, default=8, help="groups per round, all at once")
-    parser.add_argument("--answers", type=int, default=2)
-    parser.add_argument("--criteria", type=int, default=1)
-    parser.add_argument("--reason-chars", type=int, default=16)
-    parser.add_argument("--loose-max-tokens", type=int, default=512)
-    parser.add_argument("--seed", type=int, default=41)
-    parser.add_argument(
-        "--cpu-binding",
-        action="store_true",
-        help="CPU only: a third engine with OpenMP on all cores (VLLM_CPU_NUM_OF_RESERVED_CPU=0), ABBA",
-    )
-    args = parser.parse_args(argv)
-    return asyncio.run(_main(args))
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+EXPERIMENT.run_if_main(__name__)

@@ -1,6 +1,6 @@
 """Fair shares between API keys: does a steady trainer keep its throughput while another key floods?
 
-    .venv/bin/python -m benchmarks.fair_shares [--seconds 8] [--rounds 2]
+    .venv/bin/python -m benchmarks fair_shares [--seconds 8] [--rounds 2]
 
 One real server (`python -m judge_service serve`, JUDGE_BACKEND=fake with a fixed judge latency, so the
 judge's capacity is known: max_groups_in_flight / latency groups per second, plus a bounded queue) and two
@@ -14,79 +14,84 @@ judged groups per second and share of 429s; the steady key's throughput as a rat
 
 from __future__ import annotations
 
-import argparse
 import asyncio
+import contextlib
 import hashlib
 import json
 import time
-from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from benchmarks.experiment import Column, Experiment, Run, col, ints, mean_of, option, shared
 from benchmarks.groups import make_groups
-from benchmarks.rawhttp import RawHTTPConnection
-from benchmarks.report import log, markdown_table, ratio, write_result
+from benchmarks.rawhttp import RawHTTPConnection, closed_loop
+from benchmarks.report import ratio
 from benchmarks.servers import server_process, workdir
 
 NAME = "fair_shares"
 STEADY_KEY, FLOOD_KEY = "steady-trainer-key-0001", "flooding-trainer-key-0002"
+PHASES = ("steady alone", "flood retries at once", "flood honours Retry-After")
 
 
-async def _loop(
-    host: str, port: int, payloads: list[bytes], connections: int, deadline: float, honour: bool = False
-) -> dict[int, int]:
-    """Closed-loop connections until the deadline; with `honour`, a 429 is retried after its Retry-After
-    (as the service's client and adapters do), else at once."""
-    statuses: Counter[int] = Counter()
+def honouring(deadline: float) -> Callable[[int], Awaitable[None]]:
+    """A client that honours Retry-After (as the service's client and adapters do): a 429 is retried
+    after a second (or at the end of the phase)."""
 
-    async def worker(index: int) -> None:
-        connection = RawHTTPConnection(host, port)
-        await connection.connect()
-        i = index
-        try:
-            while time.perf_counter() < deadline:
-                status, _ = await connection.send(payloads[i % len(payloads)])
-                statuses[status] += 1
-                i += connections
-                if honour and status == 429:
-                    await asyncio.sleep(min(1.0, max(0.0, deadline - time.perf_counter())))
-        finally:
-            await connection.close()
+    async def after(status: int) -> None:
+        if status == 429:
+            await asyncio.sleep(min(1.0, max(0.0, deadline - time.perf_counter())))
 
-    await asyncio.gather(*(worker(i) for i in range(connections)))
-    return dict(statuses)
+    return after
 
 
-async def _phase(
-    host: str,
-    port: int,
+async def load_phase(
+    target: tuple[str, int],
     steady: list[bytes],
     flood: list[bytes] | None,
-    args: argparse.Namespace,
+    args: Any,
+    seconds: float,
     honour: bool = False,
 ) -> dict[str, Any]:
+    """The steady key's connections (honouring Retry-After), and the flooding key's when given, until the
+    phase ends; each key's judged groups/s and share of 429s."""
     started = time.perf_counter()
-    deadline = started + args.seconds
-    runs = [_loop(host, port, steady, args.steady_connections, deadline, honour=True)]
+    deadline = started + seconds
+    runs = [closed_loop([target], steady, args.steady_connections, deadline, honouring(deadline))]
     if flood is not None:
-        runs.append(_loop(host, port, flood, args.flood_connections, deadline, honour=honour))
+        flooding = honouring(deadline) if honour else None
+        runs.append(closed_loop([target], flood, args.flood_connections, deadline, flooding))
     results = await asyncio.gather(*runs)
     wall = time.perf_counter() - started
     out: dict[str, Any] = {}
-    for name, statuses in zip(("steady", "flood"), results, strict=False):
-        total = sum(statuses.values())
+    for name, result in zip(("steady", "flood"), results, strict=False):
+        total = sum(result.statuses.values())
         out[name] = {
-            "groups_per_s": statuses.get(200, 0) / wall,
-            "refused_share": statuses.get(429, 0) / total if total else 0.0,
-            "statuses": statuses,
+            "groups_per_s": result.statuses.get(200, 0) / wall,
+            "refused_share": result.statuses.get(429, 0) / total if total else 0.0,
+            "statuses": dict(result.statuses),
         }
     return out
 
 
-async def _run_server(
-    args: argparse.Namespace, tmp: Path, keys_file: Path, limit: int | None
-) -> list[dict[str, Any]]:
-    limited = limit is not None
+@contextlib.asynccontextmanager
+async def setup(run: Run) -> AsyncIterator[tuple[Path, Path]]:
+    """A folder and a keys file naming the two keys."""
+    with workdir(NAME) as tmp:
+        keys_file = tmp / "keys.json"
+        entries = [
+            {"name": name, "sha256": hashlib.sha256(key.encode()).hexdigest(), "scopes": ["judge"]}
+            for name, key in (("steady", STEADY_KEY), ("flood", FLOOD_KEY))
+        ]
+        keys_file.write_text(json.dumps({"keys": entries}))
+        yield tmp, keys_file
+
+
+@contextlib.asynccontextmanager
+async def server(run: Run, limit: int | None) -> AsyncIterator[dict[str, Any]]:
+    """The real server for one per-key limit (None: without), the two keys' prepared requests, and a
+    second of load to warm it up."""
+    args, (tmp, keys_file) = run.args, run.state
     env = {
         "JUDGE_BACKEND": "fake",
         "JUDGE_FAKE_LATENCY_S": str(args.latency),
@@ -96,102 +101,96 @@ async def _run_server(
         "JUDGE_HOME_DIR": str(tmp),
         "JUDGE_DB_PATH": str(tmp / f"judgements-{limit}.sqlite3"),
     }
-    if limited:
+    if limit is not None:
         env["JUDGE_KEY_MAX_GROUPS_IN_FLIGHT"] = str(limit)
     bodies = make_groups(32, args.answers, seed=7, run_id="fair-shares")
-    phases = []
     with server_process(env, tmp / f"server-{limit}.log") as (base_url, _):
-        host, port = "127.0.0.1", int(base_url.rsplit(":", 1)[1])
-        conn = RawHTTPConnection(host, port)
+        target = ("127.0.0.1", int(base_url.rsplit(":", 1)[1]))
+        conn = RawHTTPConnection(*target)
 
         def payloads(key: str) -> list[bytes]:
             headers = {"Authorization": f"Bearer {key}"}
             return [conn.request_bytes("/v1/judge", json.dumps(b).encode(), headers) for b in bodies]
 
-        steady, flood = payloads(STEADY_KEY), payloads(FLOOD_KEY)
-        await _phase(host, port, steady, None, argparse.Namespace(**{**vars(args), "seconds": 1.0}))  # warm
-        for _ in range(args.rounds):
-            if not limited:
-                phases.append({"phase": "steady alone", **await _phase(host, port, steady, None, args)})
-            for honour in (False, True):
-                name = (f"per-key limit {limit}" if limited else "no per-key limit") + (
-                    ", flood honours Retry-After" if honour else ", flood retries at once"
-                )
-                phases.append({"phase": name, **await _phase(host, port, steady, flood, args, honour)})
-                log(f"{name}: steady {phases[-1]['steady']['groups_per_s']:.1f} groups/s")
-    return phases
+        found: dict[str, Any] = {
+            "target": target,
+            "steady": payloads(STEADY_KEY),
+            "flood": payloads(FLOOD_KEY),
+        }
+        await load_phase(target, found["steady"], None, args, 1.0)
+        yield found
 
 
-async def main_async(args: argparse.Namespace) -> None:
-    with workdir(NAME) as tmp:
-        keys_file = tmp / "keys.json"
-        entries = [
-            {"name": name, "sha256": hashlib.sha256(key.encode()).hexdigest(), "scopes": ["judge"]}
-            for name, key in (("steady", STEADY_KEY), ("flood", FLOOD_KEY))
-        ]
-        keys_file.write_text(json.dumps({"keys": entries}))
-        phases = await _run_server(args, tmp, keys_file, None)
-        for limit in args.key_in_flight:
-            phases += await _run_server(args, tmp, keys_file, limit)
-    alone = [p["steady"]["groups_per_s"] for p in phases if p["phase"] == "steady alone"]
-    baseline = sum(alone) / len(alone)
-    rows = []
-    names = [p["phase"] for p in phases]
-    for name in sorted(set(names), key=names.index):
-        picked = [p for p in phases if p["phase"] == name]
-        steady = sum(p["steady"]["groups_per_s"] for p in picked) / len(picked)
-        refused = sum(p["steady"]["refused_share"] for p in picked) / len(picked)
-        flood = [p["flood"] for p in picked if "flood" in p]
-        rows.append(
-            [
-                name,
-                steady,
-                ratio(steady, baseline),
-                refused,
-                sum(f["groups_per_s"] for f in flood) / len(flood) if flood else None,
-                sum(f["refused_share"] for f in flood) / len(flood) if flood else None,
-            ]
-        )
-    headers = [
-        "phase",
-        "steady groups/s",
-        "steady vs alone",
-        "steady 429 share",
-        "flood groups/s",
-        "flood 429 share",
-    ]
+async def measure(run: Run, phase: str, limit: int | None) -> dict[str, Any] | None:
+    if phase == "steady alone" and limit is not None:
+        return None  # the steady key alone is measured once, on the server without a per-key limit
+    at = run.level_state
+    flood = None if phase == "steady alone" else at["flood"]
+    return await load_phase(at["target"], at["steady"], flood, run.args, run.args.seconds, "honours" in phase)
+
+
+def phase_name(cell: Any) -> str:
+    if cell.arm == "steady alone":
+        return cell.arm
+    limit = "no per-key limit" if cell.level is None else f"per-key limit {cell.level}"
+    return f"{limit}, {cell.arm}"
+
+
+def combine(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each key's figures, the mean over rounds."""
+    return {side: mean_of([e[side] for e in entries]) for side in ("steady", "flood") if side in entries[0]}
+
+
+def steady_vs_alone(cell: Any) -> float:
+    alone = cell.at(PHASES[0], None)
+    return ratio(cell["steady.groups_per_s"], alone["steady.groups_per_s"])
+
+
+def report(run: Run) -> None:
+    args = run.args
     capacity = args.in_flight / args.latency
-    note = (
-        f"\n\nfake judge: {args.latency} s per group, {args.in_flight} in flight, {args.queued} queued "
+    run.notes.append(
+        f"fake judge: {args.latency} s per group, {args.in_flight} in flight, {args.queued} queued "
         f"(capacity {capacity:.0f} groups/s); steady {args.steady_connections} connections, flood "
         f"{args.flood_connections}. Per-key limit: JUDGE_KEY_MAX_GROUPS_IN_FLIGHT. The fake judge's fixed "
         "latency makes groups finish in waves, so a group that finds every slot taken waits on average half "
         "a group's time for the next: the steady key's cost when the flood may fill the judge"
     )
-    write_result(NAME, {"args": vars(args), "phases": phases}, markdown_table(headers, rows) + note)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--seconds", type=float, default=8.0, help="seconds per phase")
-    parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--latency", type=float, default=0.2, help="fake judge seconds per group")
-    parser.add_argument("--in-flight", type=int, default=8, help="JUDGE_MAX_GROUPS_IN_FLIGHT")
-    parser.add_argument("--queued", type=int, default=8, help="JUDGE_MAX_GROUPS_QUEUED")
-    parser.add_argument(
-        "--key-in-flight",
-        type=lambda text: [int(x) for x in text.split(",")],
-        default=[12, 6],
-        help="JUDGE_KEY_MAX_GROUPS_IN_FLIGHT values to run, comma-separated (default 12,6: above and below "
-        "the judge's 8 slots)",
-    )
-    parser.add_argument("--steady-connections", type=int, default=2)
-    parser.add_argument("--flood-connections", type=int, default=32)
-    parser.add_argument("--answers", type=int, default=4)
-    asyncio.run(main_async(parser.parse_args()))
+EXPERIMENT = Experiment(
+    options=[
+        *shared(seconds=(8.0, "seconds per phase"), rounds=2),
+        option("--latency", 0.2, "fake judge seconds per group"),
+        option("--in-flight", 8, "JUDGE_MAX_GROUPS_IN_FLIGHT"),
+        option("--queued", 8, "JUDGE_MAX_GROUPS_QUEUED"),
+        option(
+            "--key-in-flight",
+            "12,6",
+            "JUDGE_KEY_MAX_GROUPS_IN_FLIGHT values to run, comma-separated (default 12,6: above and below "
+            "the judge's 8 slots)",
+            type=ints,
+        ),
+        option("--steady-connections", 2, "the steady key's connections"),
+        option("--flood-connections", 32, "the flooding key's connections"),
+        *shared(answers=4),
+    ],
+    arms=PHASES,
+    levels=lambda run: [None, *run.args.key_in_flight],
+    level_label="limit",
+    level_setup=server,
+    rounds="rounds",
+    order="fixed",
+    progress=lambda e: f"steady {e['steady']['groups_per_s']:.1f} groups/s",
+    combine=combine,
+    columns=[
+        Column("phase", phase_name),
+        col("steady groups/s", "steady.groups_per_s"),
+        Column("steady vs alone", steady_vs_alone),
+        col("steady 429 share", "steady.refused_share"),
+        col("flood groups/s", "flood.groups_per_s"),
+        col("flood 429 share", "flood.refused_share"),
+    ],
+)
 
-
-if __name__ == "__main__":
-    main()
+EXPERIMENT.run_if_main(__name__)

@@ -1,7 +1,7 @@
 """The README's 4-answer group on the embedded judge, as a new user sends it: the judge's old settings
 against its defaults now, alternating, five runs each.
 
-    OMP_NUM_THREADS=2 .venv/bin/python -m benchmarks.first_group [--runs 5]
+    OMP_NUM_THREADS=2 .venv/bin/python -m benchmarks first_group [--runs 5]
 
 One engine (the embedded SmolLM2-135M-Instruct, as `make serve` starts it), two service configurations
 in one process, each judging the README's group through JudgeService.grade:
@@ -16,20 +16,20 @@ three or more letters; the marks of every run are kept in the JSON result.
 
 from __future__ import annotations
 
-import argparse
-import asyncio
+import contextlib
 import re
 import statistics
-import sys
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 from benchmarks.engine import SharedBackend, bench_settings, running_app, start_engine
-from benchmarks.report import log, markdown_table, write_result
+from benchmarks.experiment import Column, Experiment, Run, arm_col, col, option
 from benchmarks.servers import workdir
 from judge_service.schemas import JudgeRequest
 
 NAME = "first_group"
+
 README_GROUP = {
     "conversation": [{"role": "user", "content": "How do I share the quarterly report with a client?"}],
     "reference": "Open the report, click Share and pick the client.",
@@ -49,27 +49,22 @@ CONFIGS: dict[str, dict[str, Any]] = {
 A_WORD = re.compile(r"[A-Za-z\u00c0-\u024f]{3,}")
 
 
-async def _main(args: argparse.Namespace) -> int:
-    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in CONFIGS}
+@contextlib.asynccontextmanager
+async def setup(run: Run) -> AsyncIterator[dict[str, Any]]:
+    """One engine, and a service of each configuration on it."""
     with workdir(NAME) as tmp:
         engine = await start_engine(bench_settings(tmp))
         try:
-            apps = {}
             async with (
                 running_app(bench_settings(tmp / "b", **CONFIGS["before"]), SharedBackend(engine)) as b,
                 running_app(bench_settings(tmp / "a", **CONFIGS["after"]), SharedBackend(engine)) as a,
             ):
-                apps = {"before": b, "after": a}
-                for i in range(args.runs):
-                    for name in ("before", "after") if i % 2 == 0 else ("after", "before"):
-                        runs[name].append(await _one(apps[name].state.service))
-                        log(f"run {i} {name}: {_line(runs[name][-1])}")
+                yield {"before": b.state.service, "after": a.state.service}
         finally:
             await engine.close()
-    return _report(args, runs)
 
 
-async def _one(service: Any) -> dict[str, Any]:
+async def judge_once(service: Any) -> dict[str, Any]:
     started = time.perf_counter()
     response = await service.grade(JudgeRequest.model_validate(README_GROUP))
     latency = time.perf_counter() - started
@@ -82,20 +77,20 @@ async def _one(service: Any) -> dict[str, Any]:
         "reasons_with_a_word": sum(1 for r in reasons if A_WORD.search(r)),
         "scores": {a.id: a.score for a in response.answers},
         # The same judgement scored from expected marks (score_from=expected), for comparison.
-        "expected_scores": {a.id: _expected_score(a) for a in response.answers},
+        "expected_scores": {a.id: expected_score(a) for a in response.answers},
         "unscored": {a.id: a.error for a in response.answers if a.status == "unscored"},
         "reason_sample": reasons[:4],
     }
 
 
-def _expected_score(answer: Any) -> float | None:
+def expected_score(answer: Any) -> float | None:
     marks = list((answer.criteria or {}).values())
     if not marks or any(m.expected_mark is None for m in marks):
         return None
     return round(sum((m.expected_mark - 1) / 4 for m in marks) / len(marks), 4)
 
 
-def _line(run: dict[str, Any]) -> str:
+def line(run: dict[str, Any]) -> str:
     return (
         f"{run['latency_s']} s, {run['completion_tokens']} completion tokens, "
         f"{run['reasons_with_a_word']}/{run['reasons']} reasons with a word, scores {run['scores']}, "
@@ -103,7 +98,7 @@ def _line(run: dict[str, Any]) -> str:
     )
 
 
-def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     latencies = [r["latency_s"] for r in runs]
     tokens = [r["completion_tokens"] for r in runs]
     reasons = sum(r["reasons"] for r in runs)
@@ -119,47 +114,32 @@ def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _report(args: argparse.Namespace, runs: dict[str, list[dict[str, Any]]]) -> int:
-    summaries = {name: _summary(r) for name, r in runs.items()}
-    rows = [
-        [
-            name,
-            len(runs[name]),
-            s["completion_tokens_median"],
-            f"{s['completion_tokens_range'][0]}-{s['completion_tokens_range'][1]}",
-            s["latency_s_median"],
-            f"{s['latency_s_range'][0]}-{s['latency_s_range'][1]}",
-            s["reasons_with_a_word_share"],
-            s["unscored_answers"],
-        ]
-        for name, s in summaries.items()
-    ]
-    table = markdown_table(
-        [
-            "settings",
-            "runs",
-            "completion tokens (median)",
-            "range",
-            "latency s (median)",
-            "range",
-            "reasons with a 3+ letter word",
-            "unscored answers",
-        ],
-        rows,
-    )
-    result = {"config": {**vars(args), "configs": CONFIGS}, "summaries": summaries, "runs": runs}
-    write_result(NAME, result, table)
-    return 0
+def span(cell: Any, key: str) -> str:
+    low, high = cell[key]
+    return f"{low}-{high}"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--runs", type=int, default=5, help="runs per configuration")
-    args = parser.parse_args(argv)
-    return asyncio.run(_main(args))
+EXPERIMENT = Experiment(
+    options=[option("--runs", 5, "runs per configuration")],
+    arms=tuple(CONFIGS),
+    rounds="runs",
+    order="alternate",
+    measure=lambda run, name, _: judge_once(run.state[name]),
+    progress=line,
+    combine=summary,
+    columns=[
+        arm_col("settings"),
+        Column("runs", lambda cell: len(cell.entries)),
+        col("completion tokens (median)", "completion_tokens_median"),
+        Column("range", lambda cell: span(cell, "completion_tokens_range")),
+        col("latency s (median)", "latency_s_median"),
+        Column("range", lambda cell: span(cell, "latency_s_range")),
+        col("reasons with a 3+ letter word", "reasons_with_a_word_share"),
+        col("unscored answers", "unscored_answers"),
+    ],
+    report=lambda run: run.result.update(
+        configs=CONFIGS, summaries={name: run.cell(name).entry for name in CONFIGS}
+    ),
+)
 
-
-if __name__ == "__main__":
-    sys.exit(main())
+EXPERIMENT.run_if_main(__name__)

@@ -1,8 +1,8 @@
 """An 8B judge on one NVIDIA GPU, with random weights: groups/s and tokens/s against the GPU's roofline.
 
-    .venv/bin/python -m benchmarks.gpu_8b              # on a GPU machine: a few minutes
-    .venv/bin/python -m benchmarks.gpu_8b --dry-run    # anywhere: build the model folder, print the plan
-    .venv/bin/python -m benchmarks.gpu_8b --cpu-smoke  # CPU: the whole path on a tiny random model
+    .venv/bin/python -m benchmarks gpu_8b              # on a GPU machine: a few minutes
+    .venv/bin/python -m benchmarks gpu_8b --dry-run    # anywhere: build the model folder, print the plan
+    .venv/bin/python -m benchmarks gpu_8b --cpu-smoke  # CPU: the whole path on a tiny random model
 
 vLLM loads benchmarks/gpu_model/config.json (the Llama-3-8B shape) with load_format="dummy" (random
 weights, nothing to download) and the embedded default model's tokenizer files, copied together into a
@@ -43,8 +43,9 @@ from typing import Any
 
 from benchmarks import BENCH_DIR
 from benchmarks.engine import SharedBackend, bench_settings, reset_prefix_cache, running_app, start_engine
+from benchmarks.experiment import Experiment, Outcome, option, shared
 from benchmarks.groups import make_groups
-from benchmarks.report import log, markdown_table, ratio, write_result
+from benchmarks.report import log, markdown_table, ratio
 from benchmarks.servers import in_process_server, workdir
 
 NAME = "gpu_8b"
@@ -489,30 +490,7 @@ def _table(result: dict[str, Any]) -> str:
     return table
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--dry-run", action="store_true", help="build the model folder, print the plan, exit")
-    parser.add_argument("--cpu-smoke", action="store_true", help="a tiny random model on CPU, tiny groups")
-    parser.add_argument("--gpu", help="GPU name for the peak table (default: torch's device name)")
-    parser.add_argument("--peak-tflops", type=float, help="override: dense bf16 TFLOP/s")
-    parser.add_argument("--hbm-tbps", type=float, help="override: memory bandwidth, TB/s")
-    parser.add_argument("--tokenizer-dir", type=Path, help="default: the prepared embedded model")
-    parser.add_argument(
-        "--levels", type=lambda s: [int(x) for x in s.split(",")], default=[1, 4, 16, 64, 256]
-    )
-    parser.add_argument("--waves", type=int, default=2)
-    parser.add_argument("--min-groups", type=int, default=3)
-    parser.add_argument("--max-groups-per-level", type=int, default=256)
-    parser.add_argument("--gp-groups", type=int, default=32, help="groups at once, group- vs point-wise")
-    parser.add_argument("--answers", type=int, default=8)
-    parser.add_argument("--criteria", type=int, default=4)
-    parser.add_argument("--reason-chars", type=int, default=120)
-    parser.add_argument("--max-num-seqs", type=int, default=256)
-    parser.add_argument("--max-model-len", type=int, default=8192)
-    parser.add_argument("--eager", action="store_true", help="no CUDA graphs/compilation (faster start)")
-    args = parser.parse_args(argv)
+def plan_and_run(args: argparse.Namespace) -> Outcome | int:
     if args.cpu_smoke:
         args.levels, args.waves, args.min_groups, args.gp_groups = [1, 4], 1, 2, 2
         args.answers, args.criteria, args.reason_chars = 2, 1, 16
@@ -538,10 +516,29 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.write("dry run: the model folder builds; nothing loaded\n")
             return 0
         measured = asyncio.run(run(args, model_dir, shape, peak))
-    result = {"config": vars(args), "plan": the_plan, **measured}
-    write_result(NAME if not args.cpu_smoke else f"{NAME}_cpu_smoke", result, _table(measured))
-    return 0
+    name = NAME if not args.cpu_smoke else f"{NAME}_cpu_smoke"
+    return Outcome({"plan": the_plan, **measured}, _table(measured), name=name)
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+EXPERIMENT = Experiment(
+    options=[
+        option("--dry-run", action="store_true", help="build the model folder, print the plan, exit"),
+        option("--cpu-smoke", action="store_true", help="a tiny random model on CPU, tiny groups"),
+        option("--gpu", help="GPU name for the peak table (default: torch's device name)"),
+        option("--peak-tflops", type=float, help="override: dense bf16 TFLOP/s"),
+        option("--hbm-tbps", type=float, help="override: memory bandwidth, TB/s"),
+        option("--tokenizer-dir", type=Path, help="default: the prepared embedded model"),
+        *shared(levels="1,4,16,64,256"),
+        option("--waves", 2),
+        option("--min-groups", 3),
+        option("--max-groups-per-level", 256),
+        option("--gp-groups", 32, "groups at once, group- vs point-wise"),
+        *shared(answers=8, criteria=4, reason_chars=120),
+        option("--max-num-seqs", 256),
+        option("--max-model-len", 8192),
+        option("--eager", action="store_true", help="no CUDA graphs/compilation (faster start)"),
+    ],
+    run=plan_and_run,
+)
+
+EXPERIMENT.run_if_main(__name__)

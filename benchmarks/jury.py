@@ -11,17 +11,16 @@ temperature above 0 stops its engine ("CPU Generator does not use offset"), so s
 of difference here. Both engines get one thread (OMP_NUM_THREADS=1), so they judge side by side on a
 2-core machine.
 
-    .venv/bin/python -m benchmarks.jury \\
+    .venv/bin/python -m benchmarks jury \\
         --data ../shared/data/gsm8k-model-solutions/example_model_solutions.dev.jsonl --limit 10
 
 Prints the evaluation table, the judge calls and seconds per group of each configuration, and the jury
 metrics (groups by path, calls and failures per judge, the disagreement histogram); the evaluation report
-goes to --out.
+goes to --out, with the jury metrics added.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -33,7 +32,8 @@ from typing import Any
 import httpx
 
 from benchmarks import REPO_ROOT
-from benchmarks.report import log
+from benchmarks.experiment import Experiment, Outcome, option
+from benchmarks.report import log, markdown_table
 from benchmarks.servers import server_process, workdir
 from judge_service.config import PACKAGED_PROMPTS
 from tests.engine.vllm_serve import START_TIMEOUT_S, VllmServe, prepared_model
@@ -108,15 +108,7 @@ def judge_errors(url: str) -> dict[str, list[str]]:
     return errors
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--data", type=Path, required=True)
-    parser.add_argument("--limit", type=int, default=10, help="mixed groups judged (default 10)")
-    parser.add_argument("--concurrency", type=int, default=4)
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "benchmarks/reports/eval_jury_embedded.json")
-    args = parser.parse_args()
+def run(args: Any) -> Outcome:
     one_thread = {"OMP_NUM_THREADS": "1"}
     with workdir("jury") as tmp:
         log("starting vLLM's OpenAI server on the embedded model")
@@ -144,12 +136,30 @@ def main() -> None:
                 metrics["errors"] = judge_errors(url)
         finally:
             server.stop()
-    print("\njury metrics after the run:")
-    print(json.dumps(metrics, indent=2))
     report = json.loads(args.out.read_text())
     report["jury_metrics"] = metrics
     args.out.write_text(json.dumps(report, indent=2) + "\n")
+    rows = [
+        [f"{kind} {name}", value]
+        for kind in ("groups", "calls", "failures")
+        for name, value in metrics[kind].items()
+    ]
+    rows += [[f"errors of {name}", "; ".join(found) or "-"] for name, found in metrics["errors"].items()]
+    return Outcome(
+        {"jury_metrics": metrics, "report": str(args.out)}, markdown_table(["jury metric", "value"], rows)
+    )
 
 
-if __name__ == "__main__":
-    main()
+EXPERIMENT = Experiment(
+    description="A jury on the embedded judge, with the evaluation tool: the judge alone, a jury of three, "
+    "and the jury escalating, on the same labelled groups.",
+    options=[
+        option("--data", type=Path, required=True),
+        option("--limit", 10, "mixed groups judged"),
+        option("--concurrency", 4),
+        option("--out", REPO_ROOT / "benchmarks/reports/eval_jury_embedded.json", type=Path),
+    ],
+    run=run,
+)
+
+EXPERIMENT.run_if_main(__name__)

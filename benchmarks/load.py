@@ -1,4 +1,5 @@
-"""Load generation: a fixed number of workers drawing from one queue, with latencies and failures."""
+"""Load generation: a fixed number of workers drawing from one queue, with latencies and failures; and the
+same over HTTP with httpx."""
 
 from __future__ import annotations
 
@@ -54,4 +55,32 @@ async def run_load(items: Sequence[T], call: Callable[[T], Awaitable[R]], concur
     started = time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, len(items))))))
     result.wall_s = time.perf_counter() - started
+    return result
+
+
+async def post_all(
+    url: str,
+    path: str,
+    bodies: Sequence[dict[str, Any]],
+    concurrency: int,
+    check: Callable[[dict[str, Any]], None] | None = None,
+) -> LoadResult:
+    """POST every body to `path` (httpx, `concurrency` in flight); results are (body, JSON reply) pairs,
+    aligned with the latencies. A failed request, or a reply `check` raises on, fails the whole load."""
+    import httpx
+
+    limits = httpx.Limits(max_connections=128)
+    async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as client:
+
+        async def call(body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+            response = await client.post(path, json=body)
+            response.raise_for_status()
+            reply: dict[str, Any] = response.json()
+            if check is not None:
+                check(reply)
+            return body, reply
+
+        result = await run_load(bodies, call, concurrency)
+    if result.errors:
+        raise RuntimeError(f"{len(result.errors)} requests failed, e.g. {result.errors[0]}")
     return result

@@ -3,29 +3,30 @@ JUDGE_FAKE_LATENCY_S per call, so a judge time exists to wait beyond):
 
 - group mode: each group of 8 answers as one POST /v1/judge, at `--groups-per-s`;
 - member mode: the same groups as 8 POST /v1/judge/member requests each, sent together (8 x the rate in
-  members/s). The load goes over persistent raw HTTP/1.1 connections (benchmarks/common.py), so it costs
+  members/s). The load goes over persistent raw HTTP/1.1 connections (benchmarks/rawhttp.py), so it costs
   the cores far less than the service does.
 
 Reported per mode (alternating phases): groups/s and members/s achieved, request latency p50/p99, and the
 server's CPU per group; then the assembly overhead per member (the CPU difference over 8) and the wait a
 member adds beyond its group's judge time (member p50 minus group p50).
 
-    .venv/bin/python -m benchmarks.member_assembly [--groups-per-s 125] [--seconds 5] [--rounds 2]
+    .venv/bin/python -m benchmarks member_assembly [--groups-per-s 125] [--seconds 5] [--rounds 2]
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
+import contextlib
 import json
-import statistics
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import urlsplit
 
+from benchmarks.experiment import Experiment, Run, arm_col, col, mean_of, option, shared
 from benchmarks.groups import make_groups
 from benchmarks.rawhttp import RawHTTPConnection
-from benchmarks.report import log, markdown_table, percentile, write_result
+from benchmarks.report import percentile
 from benchmarks.servers import process_cpu_seconds, server_process, workdir
 
 ANSWERS = 8
@@ -120,33 +121,14 @@ async def phase(
     }
 
 
-async def run(args: argparse.Namespace, url: str, pid: int) -> dict[str, list[dict[str, float]]]:
+@contextlib.asynccontextmanager
+async def setup(run: Run) -> AsyncIterator[tuple[Pool, list[dict[str, Any]], int]]:
+    """The service as a child process on the fake judge (JUDGE_FAKE_LATENCY_S per call) and a pool of
+    keep-alive connections to it, warmed up; yields the pool, the groups and the server's pid."""
+    args = run.args
     bodies = [
         {k: b[k] for k in ("conversation", "reference", "answers")} for b in make_groups(64, ANSWERS, seed=5)
     ]
-    results: dict[str, list[dict[str, float]]] = {"group": [], "member": []}
-    pool = Pool(url, args.connections)
-    try:
-        await phase(pool, bodies, "group", args.groups_per_s, 1.0, pid)  # warm-up
-        for r in range(args.rounds):
-            for mode in ("group", "member"):
-                log(f"round {r + 1}: {mode} mode")
-                results[mode].append(await phase(pool, bodies, mode, args.groups_per_s, args.seconds, pid))
-    finally:
-        await pool.close()
-    return results
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--groups-per-s", type=float, default=125.0, help="offered groups/s (x8 members/s)")
-    parser.add_argument("--seconds", type=float, default=5.0)
-    parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--judge-latency-s", type=float, default=0.05)
-    parser.add_argument("--connections", type=int, default=256, help="keep-alive connections of the load")
-    args = parser.parse_args()
     with workdir("members") as tmp:
         env = {
             "JUDGE_BACKEND": "fake",
@@ -154,55 +136,57 @@ def main() -> None:
             "JUDGE_FAKE_LATENCY_S": str(args.judge_latency_s),
         }
         with server_process(env, tmp / "server.log") as (url, process):
-            results = asyncio.run(run(args, url, process.pid))
+            pool = Pool(url, args.connections)
+            try:
+                await phase(pool, bodies, "group", args.groups_per_s, 1.0, process.pid)
+                yield pool, bodies, process.pid
+            finally:
+                await pool.close()
 
-    def mean(mode: str, key: str) -> float:
-        return statistics.fmean(r[key] for r in results[mode])
 
-    overhead = (
-        mean("member", "server_cpu_ms_per_group") - mean("group", "server_cpu_ms_per_group")
-    ) / ANSWERS
-    wait = mean("member", "p50_ms") - mean("group", "p50_ms")
-    rows = [
-        [
-            mode,
-            mean(mode, "groups_per_s"),
-            mean(mode, "requests_per_s"),
-            mean(mode, "p50_ms"),
-            mean(mode, "p99_ms"),
-            mean(mode, "server_cpu_ms_per_group"),
-            mean(mode, "non_200"),
-        ]
-        for mode in ("group", "member")
-    ]
-    table = markdown_table(
-        [
-            "mode",
-            "groups/s",
-            "requests/s",
-            "p50 ms",
-            "p99 ms",
-            "server CPU ms/group",
-            "non-200",
-            "429 retried",
-        ],
-        rows,
-    )
-    table += (
-        f"\n\nassembly overhead per member: {overhead:.3f} ms of server CPU; "
+def report(run: Run) -> None:
+    group, member = run.cell("group"), run.cell("member")
+    overhead = (member["server_cpu_ms_per_group"] - group["server_cpu_ms_per_group"]) / ANSWERS
+    wait = member["p50_ms"] - group["p50_ms"]
+    run.result |= {
+        "results": {
+            mode: [e for e in run.entries["entries"] if e["arm"] == mode] for mode in ("group", "member")
+        },
+        "overhead_ms_per_member": overhead,
+        "extra_wait_ms_p50": wait,
+    }
+    run.notes.append(
+        f"assembly overhead per member: {overhead:.3f} ms of server CPU; "
         f"wait beyond the group's judge time (p50): {wait:.1f} ms"
     )
-    write_result(
-        "member_assembly",
-        {
-            "results": results,
-            "overhead_ms_per_member": overhead,
-            "extra_wait_ms_p50": wait,
-            "args": vars(args),
-        },
-        table,
-    )
 
 
-if __name__ == "__main__":
-    main()
+EXPERIMENT = Experiment(
+    description="Group assembly's cost: each group as one POST /v1/judge vs as 8 POST /v1/judge/member "
+    "requests (server CPU per group, added wait).",
+    options=[
+        option("--groups-per-s", 125.0, "offered groups/s (x8 members/s)"),
+        *shared(seconds=5.0, rounds=2, connections=256),
+        option("--judge-latency-s", 0.05, "the fake judge's seconds per call"),
+    ],
+    arms=("group", "member"),
+    rounds="rounds",
+    order="fixed",
+    measure=lambda run, mode, _: phase(
+        run.state[0], run.state[1], mode, run.args.groups_per_s, run.args.seconds, run.state[2]
+    ),
+    progress=lambda e: f"{e['groups_per_s']:.1f} groups/s, p50 {e['p50_ms']:.1f} ms",
+    combine=mean_of,
+    columns=[
+        arm_col("mode"),
+        col("groups/s", "groups_per_s"),
+        col("requests/s", "requests_per_s"),
+        col("p50 ms", "p50_ms"),
+        col("p99 ms", "p99_ms"),
+        col("server CPU ms/group", "server_cpu_ms_per_group"),
+        col("non-200", "non_200"),
+        col("429 retried", "retried_429"),
+    ],
+)
+
+EXPERIMENT.run_if_main(__name__)

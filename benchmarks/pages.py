@@ -1,7 +1,7 @@
 """Server-side render time of the run pages on a large run: a step of 512 groups x 8 answers and a run of
 1,000 steps.
 
-    .venv/bin/python -m benchmarks.pages [--repeats 20]
+    .venv/bin/python -m benchmarks pages [--repeats 20]
 
 The service runs in-process on the fake judge and SQLite; the run is filled through JudgeService.grade
 (so every document and summary column is what production stores): run `big-step` has one step of 512
@@ -13,22 +13,31 @@ aggregate), so the figures stay flat as runs grow.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
+import contextlib
 import statistics
-import sys
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 
 from benchmarks.engine import bench_settings, running_app
-from benchmarks.report import log, markdown_table, percentile, write_result
+from benchmarks.experiment import Experiment, Run, arm_col, col, option
+from benchmarks.report import log, percentile
 from benchmarks.servers import workdir
 from judge_service.backends.fake import FakeBackend
 from judge_service.schemas import JudgeRequest
 
 NAME = "pages"
+PAGES = {
+    "step page, 512 groups x 8 answers (first 20 groups)": "/ui/runs/big-step/steps/0",
+    "run page, 1,000 steps": "/ui/runs/long-run",
+    "run page, one step of 512 groups (its calibration reads them all)": "/ui/runs/big-step",
+    "runs page": "/ui/runs",
+    "judgement page, 8 answers": "/ui/judgements/{judgement}",
+    "steps JSON, 1,000 steps": "/v1/runs/long-run/steps",
+}
 
 
 def body(run_id: str, step: int, index: int, answers: int) -> dict[str, Any]:
@@ -69,7 +78,10 @@ async def timed(client: httpx.AsyncClient, path: str, repeats: int) -> dict[str,
     }
 
 
-async def _main(args: argparse.Namespace) -> int:
+@contextlib.asynccontextmanager
+async def setup(run: Run) -> AsyncIterator[tuple[httpx.AsyncClient, str]]:
+    """The service in-process on the fake judge, its runs filled; yields an ASGI client and the id of a
+    judgement of the big step."""
     with workdir(NAME) as tmp:
         settings = bench_settings(tmp, backend="fake", max_groups_in_flight=64, max_groups_queued=1024)
         async with running_app(settings, FakeBackend(record=False)) as app:
@@ -82,38 +94,20 @@ async def _main(args: argparse.Namespace) -> int:
             transport = httpx.ASGITransport(app=app)
             async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:
                 judgement = (await service.list_run("big-step", step=0, limit=1, cursor=None)).items[0]
-                pages = [
-                    ("step page, 512 groups x 8 answers (first 20 groups)", "/ui/runs/big-step/steps/0"),
-                    ("run page, 1,000 steps", "/ui/runs/long-run"),
-                    (
-                        "run page, one step of 512 groups (its calibration reads them all)",
-                        "/ui/runs/big-step",
-                    ),
-                    ("runs page", "/ui/runs"),
-                    ("judgement page, 8 answers", f"/ui/judgements/{judgement.judgement_id}"),
-                    ("steps JSON, 1,000 steps", "/v1/runs/long-run/steps"),
-                ]
-                results = []
-                for label, path in pages:
-                    result = {"page": label, **await timed(client, path, args.repeats)}
-                    log(f"{label}: median {result['median_ms']} ms, p90 {result['p90_ms']} ms")
-                    results.append(result)
-    table = markdown_table(
-        ["page", "median ms", "p90 ms", "bytes"],
-        [[r["page"], r["median_ms"], r["p90_ms"], r["bytes"]] for r in results],
-    )
-    write_result(NAME, {"config": vars(args), "pages": results}, table)
-    return 0
+                yield client, judgement.judgement_id
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--repeats", type=int, default=20)
-    args = parser.parse_args(argv)
-    return asyncio.run(_main(args))
+async def measure(run: Run, page: str, _: None) -> dict[str, Any]:
+    client, judgement = run.state
+    return await timed(client, PAGES[page].format(judgement=judgement), run.args.repeats)
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+EXPERIMENT = Experiment(
+    options=[option("--repeats", 20)],
+    arms=tuple(PAGES),
+    order="fixed",
+    progress=lambda e: f"median {e['median_ms']} ms, p90 {e['p90_ms']} ms",
+    columns=[arm_col("page"), col("median ms", "median_ms"), col("p90 ms", "p90_ms"), col("bytes", "bytes")],
+)
+
+EXPERIMENT.run_if_main(__name__)

@@ -1,6 +1,6 @@
 """How much the judge's marks depend on where an answer is shown (real engine); integer vs expected marks.
 
-    OMP_NUM_THREADS=2 .venv/bin/python -m benchmarks.position_bias [--groups 8] [--answers 4] [--decoding D]
+    OMP_NUM_THREADS=2 .venv/bin/python -m benchmarks position_bias [--groups 8] [--answers 4] [--decoding D]
 
 Every group is judged through the service's own JudgeService.grade (in-process) in four orders: the
 seeded shuffle p, p reversed, p rotated by half, and that reversed (orders.py), so with four answers each
@@ -22,17 +22,17 @@ probability-weighted marks), and reported side by side:
 
 from __future__ import annotations
 
-import argparse
 import asyncio
+import contextlib
 import itertools
-import sys
+from collections.abc import AsyncIterator
 from statistics import mean
 from typing import Any
 
-from benchmarks.engine import SharedBackend, bench_settings, running_app, start_engine
+from benchmarks.engine import judge_on_engine
+from benchmarks.experiment import Column, Experiment, Run, col, option, shared
 from benchmarks.groups import make_groups
-from benchmarks.report import log, markdown_table, write_result
-from benchmarks.servers import workdir
+from benchmarks.report import log
 from judge_service.judging.llm.criteria import resolve_criteria
 from judge_service.judging.llm.orders import shown_orders
 from judge_service.quality.agreement import kendall_tau_b, spearman_rho
@@ -159,30 +159,27 @@ def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
 
 
-async def _main(args: argparse.Namespace) -> int:
+@contextlib.asynccontextmanager
+async def setup(run: Run) -> AsyncIterator[list[list[StoredJudgement]]]:
+    """Every group judged in the four orders, on one engine; the context of the run goes to the result."""
+    args = run.args
     bodies = make_groups(args.groups, args.answers, seed=args.seed, n_criteria=args.criteria, run_id=NAME)
-    with workdir(NAME) as tmp:
-        overrides: dict[str, Any] = {"decoding": args.decoding} if args.decoding else {}
-        settings = bench_settings(
-            tmp,
-            reason_max_chars=args.reason_chars,
-            parse_retries=0,
-            shuffle_answers=False,
-            max_groups_in_flight=max(32, args.groups * MAX_ORDERS),
-            **overrides,
-        )
-        engine = await start_engine(settings)
-        try:
-            async with running_app(settings, SharedBackend(engine)) as app:
-                log(f"judging {args.groups} groups of {args.answers} answers in 4 orders each ...")
-                groups = await judge_in_four_orders(app.state.service, bodies, args.seed)
-        finally:
-            await engine.close()
-    summaries = [summarize(groups, args.answers, score_from) for score_from in ("mark", "expected")]
+    overrides: dict[str, Any] = {"decoding": args.decoding} if args.decoding else {}
+    async with judge_on_engine(
+        NAME,
+        reason_max_chars=args.reason_chars,
+        parse_retries=0,
+        shuffle_answers=False,
+        max_groups_in_flight=max(32, args.groups * MAX_ORDERS),
+        **overrides,
+    ) as judge:
+        log(f"judging {args.groups} groups of {args.answers} answers in 4 orders each ...")
+        groups = await judge_in_four_orders(judge.service, bodies, args.seed)
+        decoding = judge.settings.resolved_decoding()
     judgements = [j for group in groups for j in group]
-    context = {
+    run.result["context"] = {
         "model": judgements[0].judge_model if judgements else None,
-        "decoding": settings.resolved_decoding(),
+        "decoding": decoding,
         "expected_marks_missing": stand_ins(groups),
         "criterion_marks": sum(len(a.criteria or {}) for j in judgements for a in j.answers),
         "unscored_reasons": sorted(
@@ -190,50 +187,38 @@ async def _main(args: argparse.Namespace) -> int:
         )[:10],
         "raw_output_sample": judgements[0].raw_outputs[0][:1500] if judgements else None,
     }
-    result = {"config": vars(args), "context": context, "summaries": summaries}
-    positions = list(summaries[0]["mean_score_by_position"])
-    headers = [
-        "scored from",
-        "groups",
-        "order sensitivity",
-        *(f"mean score at position {p}" for p in positions),
-        "Spearman position vs score",
-        "Kendall tau between orders",
-        "answers whose score changed",
-        "flat judgements",
-        "distinct scores per judgement",
+    yield groups
+
+
+def columns(run: Run) -> list[Column]:
+    context = run.result["context"]
+    positions = range(1, run.args.answers + 1)
+    return [
+        Column("scored from", lambda cell: f"{cell.arm} ({context['decoding']}, {context['model']})"),
+        col("groups", "groups"),
+        col("order sensitivity", "order_sensitivity_mean"),
+        *(col(f"mean score at position {p}", f"mean_score_by_position.{p}") for p in positions),
+        col("Spearman position vs score", "spearman_position_vs_score"),
+        col("Kendall tau between orders", "kendall_tau_between_orders_mean"),
+        col("answers whose score changed", "answers_whose_score_changed_share"),
+        col("flat judgements", "flat_share"),
+        col("distinct scores per judgement", "distinct_scores_per_group_mean"),
     ]
-    rows = [
-        [
-            f"{s['score_from']} ({context['decoding']}, {context['model']})",
-            s["groups"],
-            s["order_sensitivity_mean"],
-            *s["mean_score_by_position"].values(),
-            s["spearman_position_vs_score"],
-            s["kendall_tau_between_orders_mean"],
-            s["answers_whose_score_changed_share"],
-            s["flat_share"],
-            s["distinct_scores_per_group_mean"],
-        ]
-        for s in summaries
-    ]
-    write_result(NAME, result, markdown_table(headers, rows))
-    return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--groups", type=int, default=8, help="groups, all submitted at once")
-    parser.add_argument("--answers", type=int, default=4, help="N; 4 shows each answer in every position")
-    parser.add_argument("--criteria", type=int, default=2, help="first n default criteria (4 = all)")
-    parser.add_argument("--reason-chars", type=int, default=32)
-    parser.add_argument("--seed", type=int, default=31)
-    parser.add_argument("--decoding", choices=["group", "per_answer"], help="default: the service's")
-    args = parser.parse_args(argv)
-    return asyncio.run(_main(args))
+EXPERIMENT = Experiment(
+    options=[
+        option("--groups", 8, "groups, all submitted at once"),
+        option("--answers", 4, "N; 4 shows each answer in every position"),
+        *shared(criteria=2, reason_chars=32, seed=31),
+        option("--decoding", choices=["group", "per_answer"], help="default: the service's"),
+    ],
+    arms=("mark", "expected"),
+    order="fixed",
+    measure=lambda run, score_from, _: summarize(run.state, run.args.answers, score_from),  # type: ignore[arg-type]
+    progress=lambda e: f"order sensitivity {e['order_sensitivity_mean']}",
+    columns=columns,
+    report=lambda run: run.result.update(summaries=run.entries["entries"]),
+)
 
-
-if __name__ == "__main__":
-    sys.exit(main())
+EXPERIMENT.run_if_main(__name__)

@@ -1,6 +1,6 @@
 """Judge requests while retention deletes a million old judgements, against the same load without it.
 
-    .venv/bin/python -m benchmarks.prune_load [--rows 1000000] [--stores sqlite,postgres]
+    .venv/bin/python -m benchmarks prune_load [--rows 1000000] [--stores sqlite,postgres]
         [--postgres postgresql://postgres@127.0.0.1:5432/postgres] [--seconds 20]
 
 Per store: a fresh database seeded with `--rows` judgements created 60 days ago (one real stored judgement,
@@ -20,7 +20,7 @@ import json
 import sqlite3
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -28,10 +28,11 @@ from typing import Any
 import httpx
 import psycopg
 
+from benchmarks.experiment import Column, Experiment, Run, col, option, shared, words
 from benchmarks.groups import make_groups
-from benchmarks.rawhttp import RawHTTPConnection
-from benchmarks.report import latency_summary, log, markdown_table, ratio, write_result
-from benchmarks.servers import server_process, workdir
+from benchmarks.rawhttp import RawHTTPConnection, closed_loop
+from benchmarks.report import latency_summary, log, ratio
+from benchmarks.servers import fresh_database, server_process, temporary_folder
 from judge_service.schemas import (
     AnswerResult,
     CriterionMark,
@@ -46,6 +47,7 @@ from judge_service.store.urls import is_postgres
 
 NAME = "prune_load"
 SEED_CHUNK = 20_000
+PHASES = ("before", "pruning", "after")
 
 
 def _template() -> StoredJudgement:
@@ -127,152 +129,121 @@ def _seed(url: str, count: int) -> float:
     return time.perf_counter() - started
 
 
-def _fresh_postgres(admin_url: str) -> str:
-    name = "judge_prune_bench"
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-        conn.execute(f"CREATE DATABASE {name}")
-    info = psycopg.conninfo.conninfo_to_dict(admin_url)
-    info["dbname"] = name
-    return "postgresql://{user}@{host}:{port}/{dbname}".format(
-        user=info.get("user", "postgres"),
-        host=info.get("host", "127.0.0.1"),
-        port=info.get("port", 5432),
-        dbname=name,
-    )
-
-
-async def _load(
-    host: str, port: int, payloads: list[bytes], connections: int, stop: asyncio.Event
-) -> list[float]:
-    latencies: list[float] = []
-
-    async def worker(index: int) -> None:
-        connection = RawHTTPConnection(host, port)
-        await connection.connect()
-        i = index
-        try:
-            while not stop.is_set():
-                started = time.perf_counter()
-                status, body = await connection.send(payloads[i % len(payloads)])
-                if status != 200:
-                    raise RuntimeError(f"judge request answered {status}: {body[:200]!r}")
-                latencies.append(time.perf_counter() - started)
-                i += connections
-        finally:
-            await connection.close()
-
-    await asyncio.gather(*(worker(i) for i in range(connections)))
-    return latencies
-
-
-async def _phase(
-    host: str, port: int, payloads: list[bytes], args: argparse.Namespace, base_url: str | None
+async def load_phase(
+    target: tuple[str, int], payloads: list[bytes], args: Any, base_url: str | None
 ) -> dict[str, Any]:
+    """Judge requests on `connections` closed-loop connections for --seconds, or, with `base_url`, while
+    POST /v1/prune deletes every seeded row (the load going a second before the prune starts)."""
     stop = asyncio.Event()
-    load = asyncio.create_task(_load(host, port, payloads, args.connections, stop))
+    load = asyncio.create_task(closed_loop([target], payloads, args.connections, stop))
     started = time.perf_counter()
     report = None
     if base_url is None:
         await asyncio.sleep(args.seconds)
     else:
-        await asyncio.sleep(1.0)  # the load is going before the prune starts
+        await asyncio.sleep(1.0)
         async with httpx.AsyncClient(base_url=base_url, timeout=3600) as client:
             before = (datetime.now(UTC) - timedelta(days=30)).isoformat()
             response = await client.post("/v1/prune", json={"before": before, "max_judgements": 10_000_000})
             response.raise_for_status()
             report = response.json()
     stop.set()
-    latencies = await load
-    wall = time.perf_counter() - started
+    result = await load
+    refused = {status: n for status, n in result.statuses.items() if status != 200}
+    if refused or result.errors:
+        raise RuntimeError(f"judge requests answered {refused}, errors {result.errors[:3]}")
     return {
-        "latency": latency_summary(latencies),
-        "requests": len(latencies),
-        "wall_s": wall,
+        "latency": latency_summary(result.latencies),
+        "requests": len(result.latencies),
+        "wall_s": time.perf_counter() - started,
         "prune": report,
     }
 
 
-async def _store_run(store: str, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
-    url = _fresh_postgres(args.postgres) if store == "postgres" else f"sqlite:///{tmp / 'prune.sqlite3'}"
-    await _migrate(url)
-    log(f"{store}: seeding {args.rows} judgements")
-    seed_s = _seed(url, args.rows)
-    log(f"{store}: seeded in {seed_s:.0f} s")
-    env = {
-        "JUDGE_BACKEND": "fake",
-        "JUDGE_FAKE_LATENCY_S": str(args.latency),
-        "JUDGE_HOME_DIR": str(tmp),
-        "JUDGE_DATABASE_URL": url,
-        "JUDGE_PRUNE_BATCH_ROWS": str(args.batch_rows),
-    }
-    bodies = make_groups(32, 4, seed=11, run_id="prune-load")
-    with server_process(env, tmp / f"server-{store}.log") as (base_url, _):
-        host, port = "127.0.0.1", int(base_url.rsplit(":", 1)[1])
-        conn = RawHTTPConnection(host, port)
+@contextlib.asynccontextmanager
+async def store_server(run: Run, store: str) -> AsyncIterator[dict[str, Any]]:
+    """A fresh database seeded with --rows old judgements, the real server on it, warmed up."""
+    args, tmp = run.args, run.state
+    with contextlib.ExitStack() as stack:
+        if store == "postgres":
+            url = stack.enter_context(fresh_database(args.postgres))
+        else:
+            url = f"sqlite:///{tmp / 'prune.sqlite3'}"
+        await _migrate(url)
+        log(f"{store}: seeding {args.rows} judgements")
+        seed_s = _seed(url, args.rows)
+        log(f"{store}: seeded in {seed_s:.0f} s")
+        env = {
+            "JUDGE_BACKEND": "fake",
+            "JUDGE_FAKE_LATENCY_S": str(args.latency),
+            "JUDGE_HOME_DIR": str(tmp),
+            "JUDGE_DATABASE_URL": url,
+            "JUDGE_PRUNE_BATCH_ROWS": str(args.batch_rows),
+        }
+        bodies = make_groups(32, 4, seed=11, run_id="prune-load")
+        base_url, _ = stack.enter_context(server_process(env, tmp / f"server-{store}.log"))
+        target = ("127.0.0.1", int(base_url.rsplit(":", 1)[1]))
+        conn = RawHTTPConnection(*target)
         payloads = [conn.request_bytes("/v1/judge", json.dumps(b).encode()) for b in bodies]
-        await _phase(host, port, payloads, argparse.Namespace(**{**vars(args), "seconds": 2.0}), None)  # warm
-        before = await _phase(host, port, payloads, args, None)
-        pruning = await _phase(host, port, payloads, args, base_url)
-        after = await _phase(host, port, payloads, args, None)
-    log(f"{store}: pruned {pruning['prune']['judgements']} in {pruning['prune']['seconds']:.1f} s")
-    return {"store": store, "seed_s": seed_s, "before": before, "pruning": pruning, "after": after}
+        warm = argparse.Namespace(**{**vars(args), "seconds": 2.0})
+        await load_phase(target, payloads, warm, None)
+        yield {"target": target, "payloads": payloads, "base_url": base_url, "seed_s": seed_s}
 
 
-async def main_async(args: argparse.Namespace) -> None:
-    runs = []
-    with workdir(NAME) as tmp:
-        for store in args.stores.split(","):
-            runs.append(await _store_run(store, args, tmp))
-    rows = []
-    for run in runs:
-        quiet_p99 = (run["before"]["latency"]["p99_ms"] + run["after"]["latency"]["p99_ms"]) / 2
-        prune = run["pruning"]["prune"]
-        rows.append(
-            [
-                run["store"],
-                run["before"]["latency"]["p50_ms"],
-                run["before"]["latency"]["p99_ms"],
-                run["pruning"]["latency"]["p50_ms"],
-                run["pruning"]["latency"]["p99_ms"],
-                run["after"]["latency"]["p99_ms"],
-                ratio(run["pruning"]["latency"]["p99_ms"], quiet_p99),
-                prune["judgements"],
-                prune["judgements"] / prune["seconds"] if prune["seconds"] else None,
-            ]
-        )
-    headers = [
-        "store",
-        "p50 ms before",
-        "p99 ms before",
-        "p50 ms pruning",
-        "p99 ms pruning",
-        "p99 ms after",
-        "p99 pruning / without",
-        "rows pruned",
-        "rows/s",
-    ]
-    note = (
-        f"\n\n{args.connections} closed-loop connections of single-group judge requests (4 answers), fake "
-        f"judge {args.latency} s per group; JUDGE_PRUNE_BATCH_ROWS={args.batch_rows}; phases of "
-        f"{args.seconds} s without pruning, and as long as the prune takes with it"
+async def measure(run: Run, phase: str, store: str) -> dict[str, Any]:
+    at = run.level_state
+    entry = await load_phase(
+        at["target"], at["payloads"], run.args, at["base_url"] if phase == "pruning" else None
     )
-    write_result(NAME, {"args": vars(args), "runs": runs}, markdown_table(headers, rows) + note)
+    if entry["prune"]:
+        log(f"{store}: pruned {entry['prune']['judgements']} in {entry['prune']['seconds']:.1f} s")
+    return entry | {"seed_s": at["seed_s"]}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--stores", default="sqlite,postgres")
-    parser.add_argument("--postgres", default="postgresql://postgres@127.0.0.1:5432/postgres")
-    parser.add_argument("--seconds", type=float, default=20.0, help="seconds of each phase without pruning")
-    parser.add_argument("--connections", type=int, default=8)
-    parser.add_argument("--latency", type=float, default=0.02, help="fake judge seconds per group")
-    parser.add_argument("--batch-rows", type=int, default=500)
-    asyncio.run(main_async(parser.parse_args()))
+def quiet_ratio(cell: Any) -> float:
+    """p99 while pruning over the mean p99 of the phases before and after."""
+    quiet = (cell.at("before")["latency.p99_ms"] + cell.at("after")["latency.p99_ms"]) / 2
+    return ratio(cell["latency.p99_ms"], quiet)
 
 
-if __name__ == "__main__":
-    main()
+def rows_per_s(cell: Any) -> float | None:
+    prune = cell["prune"]
+    return prune["judgements"] / prune["seconds"] if prune["seconds"] else None
+
+
+EXPERIMENT = Experiment(
+    options=[
+        option("--rows", 1_000_000, "old judgements seeded"),
+        option("--stores", "sqlite,postgres", "sqlite, postgres, comma-separated", type=words),
+        option("--postgres", "postgresql://postgres@127.0.0.1:5432/postgres", "the PostgreSQL server"),
+        *shared(seconds=(20.0, "seconds of each phase without pruning"), connections=8),
+        option("--latency", 0.02, "fake judge seconds per group"),
+        option("--batch-rows", 500, "JUDGE_PRUNE_BATCH_ROWS"),
+    ],
+    setup=temporary_folder,
+    arms=PHASES,
+    levels=lambda run: run.args.stores,
+    level_label="",
+    level_setup=store_server,
+    order="fixed",
+    measure=measure,
+    row_arms=("pruning",),
+    columns=[
+        Column("store", lambda cell: cell.level),
+        Column("p50 ms before", lambda cell: cell.at("before")["latency.p50_ms"]),
+        Column("p99 ms before", lambda cell: cell.at("before")["latency.p99_ms"]),
+        col("p50 ms pruning", "latency.p50_ms"),
+        col("p99 ms pruning", "latency.p99_ms"),
+        Column("p99 ms after", lambda cell: cell.at("after")["latency.p99_ms"]),
+        Column("p99 pruning / without", quiet_ratio),
+        col("rows pruned", "prune.judgements"),
+        Column("rows/s", rows_per_s),
+    ],
+    report=lambda run: run.notes.append(
+        f"{run.args.connections} closed-loop connections of single-group judge requests (4 answers), fake "
+        f"judge {run.args.latency} s per group; JUDGE_PRUNE_BATCH_ROWS={run.args.batch_rows}; phases of "
+        f"{run.args.seconds} s without pruning, and as long as the prune takes with it"
+    ),
+)
+
+EXPERIMENT.run_if_main(__name__)

@@ -1,9 +1,14 @@
-"""A lean HTTP/1.1 client for capacity runs, where httpx itself would be the bottleneck."""
+"""A lean HTTP/1.1 client for capacity runs, where httpx itself would be the bottleneck, and closed-loop
+load over it."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 
 
 class RawHTTPConnection:
@@ -51,3 +56,59 @@ class RawHTTPConnection:
             with contextlib.suppress(Exception):
                 await self._writer.wait_closed()
         self._reader = self._writer = None
+
+
+@dataclass
+class LoopResult:
+    wall_s: float = 0.0
+    latencies: list[float] = field(default_factory=list)
+    statuses: Counter[int] = field(default_factory=Counter)
+    errors: list[str] = field(default_factory=list)
+    sample: bytes = b""  # the first reply's body
+
+
+async def closed_loop(
+    targets: Sequence[tuple[str, int]],
+    payloads: Sequence[bytes],
+    connections: int,
+    until: float | asyncio.Event,
+    after_reply: Callable[[int], Awaitable[None]] | None = None,
+) -> LoopResult:
+    """`connections` keep-alive connections, spread round robin over `targets` (host, port), each sending
+    its next prepared request as soon as the last returns, until `until` (a time.perf_counter() deadline,
+    or an event). A request that fails on the wire is counted in errors and its connection opened again;
+    `after_reply(status)` runs after each reply (a client that waits after a 429)."""
+    result = LoopResult()
+
+    def running() -> bool:
+        return not until.is_set() if isinstance(until, asyncio.Event) else time.perf_counter() < until
+
+    async def worker(index: int, connection: RawHTTPConnection) -> None:
+        i = index
+        while running():
+            payload = payloads[i % len(payloads)]
+            i += connections
+            started = time.perf_counter()
+            try:
+                status, body = await connection.send(payload)
+            except (OSError, asyncio.IncompleteReadError) as exc:
+                result.errors.append(f"{type(exc).__name__}: {exc}")
+                await connection.close()
+                continue
+            result.latencies.append(time.perf_counter() - started)
+            result.statuses[status] += 1
+            result.sample = result.sample or body
+            if after_reply is not None:
+                await after_reply(status)
+
+    opened = [RawHTTPConnection(*targets[i % len(targets)]) for i in range(connections)]
+    for connection in opened:
+        await connection.connect()
+    started = time.perf_counter()
+    try:
+        await asyncio.gather(*(worker(i, c) for i, c in enumerate(opened)))
+    finally:
+        result.wall_s = time.perf_counter() - started
+        for connection in opened:
+            await connection.close()
+    return result

@@ -1,6 +1,6 @@
 """Marks only vs reasons inline vs a 10% sample with reasons, on the real engine.
 
-    OMP_NUM_THREADS=2 .venv/bin/python -m benchmarks.reasons [--levels 1,8,32] [--answers 8]
+    OMP_NUM_THREADS=2 .venv/bin/python -m benchmarks reasons [--levels 1,8,32] [--answers 8]
 
 One engine, one process; every group goes through the service's own JudgeService.grade (in-process),
 scores from expected marks (the marks-only judge's graded scores come from the log-probabilities at each
@@ -20,19 +20,17 @@ the answers at all), and the mean absolute difference of the scores.
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import sys
+import contextlib
+from collections.abc import AsyncIterator
 from statistics import mean
 from typing import Any
 
-from benchmarks.engine import SharedBackend, bench_settings, reset_prefix_cache, running_app, start_engine
+from benchmarks.engine import Judge, grade_groups, judge_on_engine, judged, judged_table, reset_prefix_cache
+from benchmarks.experiment import Experiment, Run, col, option, ratio_col, shared
 from benchmarks.groups import make_groups
-from benchmarks.load import run_load
-from benchmarks.report import latency_summary, log, markdown_table, ratio, write_result
-from benchmarks.servers import workdir
+from benchmarks.report import log, ratio
 from judge_service.quality.agreement import kendall_tau_b
-from judge_service.schemas import JudgeRequest, JudgeResponse
+from judge_service.schemas import JudgeResponse
 
 NAME = "reasons"
 MODES = ("inline", "none", "sample", "none/group")  # reasons, and /group: the group decoding
@@ -42,30 +40,17 @@ async def mode_level(
     service: Any, groups: list[dict[str, Any]], mode: str, concurrency: int
 ) -> tuple[dict[str, Any], list[JudgeResponse]]:
     reasons, _, decoding = mode.partition("/")
-
-    async def grade_group(body: dict[str, Any]) -> JudgeResponse:
-        request = JudgeRequest.model_validate(
-            {**body, "reasons": reasons, "decoding": decoding or "per_answer"}
-        )
-        response: JudgeResponse = await service.grade(request)
-        return response
-
-    load = await run_load(groups, grade_group, concurrency=concurrency)
-    responses: list[JudgeResponse] = list(load.results)
-    answers = [a for r in responses for a in r.answers]
-    n = max(1, load.ok)
+    load, responses = await grade_groups(
+        service,
+        groups,
+        concurrency,
+        lambda body: [{**body, "reasons": reasons, "decoding": decoding or "per_answer"}],
+    )
     entry = {
         "mode": mode,
         "concurrency": concurrency,
-        "groups": load.ok,
-        "errors": load.errors[:3],
-        "wall_s": round(load.wall_s, 3),
-        "groups_per_s": round(load.per_second(), 4),
-        "latency": latency_summary(load.latencies_s),
-        "completion_tokens_per_group": round(sum(r.usage.completion_tokens for r in responses) / n, 1),
-        "prompt_tokens_per_group": round(sum(r.usage.prompt_tokens for r in responses) / n, 1),
+        **judged(load, responses),
         "groups_with_reasons": sum(r.reasons == "inline" for r in responses),
-        "scored_share": round(sum(a.status == "scored" for a in answers) / max(1, len(answers)), 4),
     }
     return entry, responses
 
@@ -97,142 +82,84 @@ def agreement(inline: list[JudgeResponse], none: list[JudgeResponse]) -> dict[st
     }
 
 
-async def _main(args: argparse.Namespace) -> int:
-    levels = [int(x) for x in args.levels.split(",")]
-    entries: list[dict[str, Any]] = []
-    agreements: dict[str, dict[str, Any]] = {}
-    with workdir(NAME) as tmp:
-        settings = bench_settings(
-            tmp,
-            reason_max_chars=args.reason_chars,
-            reason_words=True,
-            parse_retries=0,
-            decoding="per_answer",
-            score_from="expected",
-            reason_sample_rate=args.sample_rate,
-            max_groups_in_flight=max(levels) * args.answers,
-            max_groups_queued=max(levels) * args.answers,
-        )
-        engine = await start_engine(settings)
-        try:
-            async with running_app(settings, SharedBackend(engine)) as app:
-                service = app.state.service
-                log("warm-up: one group each way (not measured)")
-                warm = make_groups(1, args.answers, seed=args.seed + 99, run_id=NAME, fixed_order=True)
-                for mode in MODES:
-                    await mode_level(service, warm, mode, 1)
-                for index, level in enumerate(levels):
-                    count = max(level, args.min_groups)
-                    groups = make_groups(
-                        count, args.answers, seed=args.seed + level, run_id=NAME, fixed_order=True
-                    )
-                    rotation = MODES[index % len(MODES) :] + MODES[: index % len(MODES)]
-                    judged: dict[str, list[JudgeResponse]] = {}
-                    for mode in rotation:
-                        await reset_prefix_cache(engine)
-                        entry, judged[mode] = await mode_level(service, groups, mode, level)
-                        entries.append(entry)
-                        log(f"c={level} {mode}: {_line(entry)}")
-                    agreements[f"c{level}"] = agreement(judged["inline"], judged["none"])
-                    log(f"c={level} none vs inline: {agreements[f'c{level}']}")
-                    if index == 0:  # what a marks-only reply looks like, for the report
-                        for mode in ("none", "none/group"):
-                            stored = await service.get(judged[mode][0].judgement_id)
-                            log(f"a {mode} reply: {stored.raw_outputs[0]!r}")
-        finally:
-            await engine.close()
-    return _report(args, levels, entries, agreements)
+@contextlib.asynccontextmanager
+async def setup(run: Run) -> AsyncIterator[Judge]:
+    """One engine in per-answer decoding, scores from expected marks; warmed up one group each way."""
+    args = run.args
+    async with judge_on_engine(
+        NAME,
+        reason_max_chars=args.reason_chars,
+        reason_words=True,
+        parse_retries=0,
+        decoding="per_answer",
+        score_from="expected",
+        reason_sample_rate=args.sample_rate,
+        max_groups_in_flight=max(args.levels) * args.answers,
+        max_groups_queued=max(args.levels) * args.answers,
+    ) as judge:
+        warm = make_groups(1, args.answers, seed=args.seed + 99, run_id=NAME, fixed_order=True)
+        for mode in MODES:
+            await mode_level(judge.service, warm, mode, 1)
+        run.result["agreement"] = {}
+        yield judge
 
 
-def _line(entry: dict[str, Any]) -> str:
-    return (
-        f"p50 {entry['latency']['p50_ms'] / 1000:.1f} s, {entry['groups_per_s']} groups/s, "
-        f"{entry['completion_tokens_per_group']} completion tokens/group, "
-        f"{entry['groups_with_reasons']} with reasons, scored {entry['scored_share']}"
-    )
+async def measure(run: Run, mode: str, level: int) -> dict[str, Any]:
+    """One setting on the level's groups; once inline and none both judged them, their agreement."""
+    judge, args = run.state, run.args
+    count = max(level, args.min_groups)
+    groups = make_groups(count, args.answers, seed=args.seed + level, run_id=NAME, fixed_order=True)
+    await reset_prefix_cache(judge.engine)
+    entry, responses = await mode_level(judge.service, groups, mode, level)
+    judged_here = run.result.setdefault("judged", {}).setdefault(level, {})
+    judged_here[mode] = responses
+    if mode.startswith("none") and level == args.levels[0]:  # what a marks-only reply looks like
+        stored = await judge.service.get(responses[0].judgement_id)
+        log(f"a {mode} reply: {stored.raw_outputs[0]!r}")
+    if "inline" in judged_here and "none" in judged_here and f"c{level}" not in run.result["agreement"]:
+        run.result["agreement"][f"c{level}"] = found = agreement(judged_here["inline"], judged_here["none"])
+        log(f"c={level} none vs inline: {found}")
+    return entry
 
 
-def _report(
-    args: argparse.Namespace,
-    levels: list[int],
-    entries: list[dict[str, Any]],
-    agreements: dict[str, dict[str, Any]],
-) -> int:
-    by = {(e["mode"], e["concurrency"]): e for e in entries}
-    ratios = {
+def report(run: Run) -> None:
+    run.result.pop("judged", None)
+    run.result["ratios"] = {
         f"c{level}": {
             f"groups_per_s_{mode}_over_inline": ratio(
-                by[(mode, level)]["groups_per_s"], by[("inline", level)]["groups_per_s"]
+                run.cell(mode, level)["groups_per_s"], run.cell("inline", level)["groups_per_s"]
             )
-            for mode in ("none", "sample", "none/group")
+            for mode in MODES[1:]
         }
         | {
             "p50_inline_over_none": ratio(
-                by[("inline", level)]["latency"]["p50_ms"], by[("none", level)]["latency"]["p50_ms"]
+                run.cell("inline", level)["latency.p50_ms"], run.cell("none", level)["latency.p50_ms"]
             )
         }
-        for level in levels
+        for level in run.args.levels
     }
-    rows = [
-        [
-            e["mode"],
-            e["concurrency"],
-            e["groups"],
-            e["groups_with_reasons"],
-            round(e["latency"]["p50_ms"] / 1000, 2),
-            round(e["latency"]["p99_ms"] / 1000, 2),
-            e["groups_per_s"],
-            e["prompt_tokens_per_group"],
-            e["completion_tokens_per_group"],
-            ratio(e["groups_per_s"], by[("inline", e["concurrency"])]["groups_per_s"]),
-            e["scored_share"],
-        ]
-        for e in sorted(entries, key=lambda e: (e["concurrency"], MODES.index(e["mode"])))
-    ]
-    table = markdown_table(
-        [
-            "reasons",
-            "groups in flight",
-            "groups",
-            "with reasons",
-            "p50 s",
-            "p99 s",
-            "groups/s",
-            "prompt tokens/group",
-            "completion tokens/group",
-            "groups/s / inline",
-            "scored",
-        ],
-        rows,
+    run.notes.append(
+        "\n".join(
+            f"- {level[1:]} in flight: none vs inline on the same {a['groups']} groups: mean Kendall tau-b "
+            f"{a['mean_kendall_tau_b']} over {a['groups_with_tau']} groups that rank their answers both "
+            f"ways, mean |score difference| {a['mean_abs_score_difference']}"
+            for level, a in run.result["agreement"].items()
+        )
     )
-    lines = [
-        f"- {level} in flight: none vs inline on the same {a['groups']} groups: mean Kendall tau-b "
-        f"{a['mean_kendall_tau_b']} over {a['groups_with_tau']} groups that rank their answers both ways, "
-        f"mean |score difference| {a['mean_abs_score_difference']}"
-        for level, a in zip(levels, agreements.values(), strict=True)
-    ]
-    table += "\n\n" + "\n".join(lines)
-    write_result(
-        NAME, {"config": vars(args), "entries": entries, "ratios": ratios, "agreement": agreements}, table
-    )
-    return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--levels", default="1,8,32", help="groups in flight, comma-separated")
-    parser.add_argument(
-        "--min-groups", type=int, default=3, help="groups per level at least (p99 needs some)"
-    )
-    parser.add_argument("--answers", type=int, default=8, help="N, answers per group")
-    parser.add_argument("--reason-chars", type=int, default=60)
-    parser.add_argument("--sample-rate", type=float, default=0.1, help="JUDGE_REASON_SAMPLE_RATE for sample")
-    parser.add_argument("--seed", type=int, default=43)
-    args = parser.parse_args(argv)
-    return asyncio.run(_main(args))
+EXPERIMENT = Experiment(
+    options=[
+        *shared(levels="1,8,32", min_groups=3, answers=8, reason_chars=60, seed=43),
+        option("--sample-rate", 0.1, "JUDGE_REASON_SAMPLE_RATE for sample"),
+    ],
+    arms=MODES,
+    levels="levels",
+    columns=judged_table(
+        "reasons",
+        col("with reasons", "groups_with_reasons"),
+        ratio_col("groups/s / inline", "groups_per_s", over="inline"),
+    ),
+)
 
-
-if __name__ == "__main__":
-    sys.exit(main())
+EXPERIMENT.run_if_main(__name__)

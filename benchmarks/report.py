@@ -116,7 +116,8 @@ def write_result(name: str, result: dict[str, Any], table: str, out_dir: Path = 
     path = out_dir / f"{name}.json"
     document = {"benchmark": name, "machine": machine_info(), **result, "table_markdown": table}
     path.write_text(json.dumps(document, indent=2, default=str) + "\n")
-    sys.stdout.write(f"\n## {name}\n\n{table}\n\nwritten to {path.relative_to(REPO_ROOT)}\n")
+    shown = path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path
+    sys.stdout.write(f"\n## {name}\n\n{table}\n\nwritten to {shown}\n")
     sys.stdout.flush()
     return path
 

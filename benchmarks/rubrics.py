@@ -1,7 +1,7 @@
 """Rubrics on the real engine: what a written rubric costs per prompt, and a group judged on a 12-item
 checklist against the four default criteria.
 
-    OMP_NUM_THREADS=2 .venv/bin/python -m benchmarks.rubrics [--prompts 6] [--items 12] [--levels 1,4]
+    OMP_NUM_THREADS=2 .venv/bin/python -m benchmarks rubrics [--prompts 6] [--items 12] [--levels 1,4]
 
 One engine, one process; everything goes through the service's own RubricService and JudgeService.grade
 (in-process), with the embedded judge's per-answer decoding, reasons inline (words, <= 60 chars) and
@@ -17,20 +17,18 @@ scores from expected marks.
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import sys
+import contextlib
 import time
+from collections.abc import AsyncIterator
 from statistics import mean
 from typing import Any
 
-from benchmarks.engine import SharedBackend, bench_settings, reset_prefix_cache, running_app, start_engine
+from benchmarks.engine import Judge, grade_groups, judge_on_engine, judged, judged_table, reset_prefix_cache
+from benchmarks.experiment import Experiment, Run, col, option, shared
 from benchmarks.groups import make_groups
-from benchmarks.load import run_load
-from benchmarks.report import latency_summary, log, markdown_table, ratio, write_result
-from benchmarks.servers import workdir
+from benchmarks.report import log, ratio
 from judge_service.errors import JudgeServiceError
-from judge_service.schemas import JudgeRequest, JudgeResponse, Rubric, RubricRequest
+from judge_service.schemas import Rubric, RubricRequest
 
 NAME = "rubrics"
 MODES = ("default", "rubric")
@@ -81,152 +79,83 @@ async def write_all(
 async def judge_level(
     service: Any, groups: list[dict[str, Any]], mode: str, concurrency: int
 ) -> dict[str, Any]:
-    async def grade_group(body: dict[str, Any]) -> JudgeResponse:
-        response: JudgeResponse = await service.grade(JudgeRequest.model_validate(body))
-        return response
-
     bodies = [
         body if mode == "rubric" else {k: v for k, v in body.items() if k != "rubric"} for body in groups
     ]
-    load = await run_load(bodies, grade_group, concurrency=concurrency)
-    responses: list[JudgeResponse] = list(load.results)
+    load, responses = await grade_groups(service, bodies, concurrency)
     answers = [a for r in responses for a in r.answers]
-    n = max(1, load.ok)
     return {
         "mode": mode,
         "concurrency": concurrency,
-        "groups": load.ok,
-        "errors": load.errors[:3],
-        "groups_per_s": round(load.per_second(), 4),
-        "latency": latency_summary(load.latencies_s),
-        "prompt_tokens_per_group": round(sum(r.usage.prompt_tokens for r in responses) / n, 1),
-        "completion_tokens_per_group": round(sum(r.usage.completion_tokens for r in responses) / n, 1),
+        **judged(load, responses),
         "criteria_per_answer": round(mean(len(a.criteria or {}) for a in answers), 1) if answers else None,
-        "scored_share": round(sum(a.status == "scored" for a in answers) / max(1, len(answers)), 4),
     }
 
 
-async def _main(args: argparse.Namespace) -> int:
-    levels = [int(x) for x in args.levels.split(",")]
-    entries: list[dict[str, Any]] = []
-    with workdir(NAME) as tmp:
-        settings = bench_settings(
-            tmp,
-            reason_max_chars=60,
-            reason_words=True,
-            parse_retries=1,
-            decoding="per_answer",
-            score_from="expected",
-            max_groups_in_flight=max(levels) * args.answers,
-            max_groups_queued=max(levels) * args.answers,
+@contextlib.asynccontextmanager
+async def setup(run: Run) -> AsyncIterator[tuple[Judge, list[dict[str, Any]]]]:
+    """One engine; after a warm-up, the rubric of every prompt written (the writing part); yields the
+    judge and the groups that got a rubric, each naming it."""
+    args = run.args
+    async with judge_on_engine(
+        NAME,
+        reason_max_chars=60,
+        reason_words=True,
+        parse_retries=1,
+        decoding="per_answer",
+        score_from="expected",
+        max_groups_in_flight=max(args.levels) * args.answers,
+        max_groups_queued=max(args.levels) * args.answers,
+    ) as judge:
+        service = judge.service
+        groups = make_groups(args.prompts, args.answers, seed=args.seed, run_id=NAME, fixed_order=True)
+        log("warm-up: one rubric and one group each way (not measured)")
+        warm = make_groups(1, args.answers, seed=args.seed + 99, run_id=NAME, fixed_order=True)
+        warm_rubric = await service.rubrics.write(
+            RubricRequest(conversation=warm[0]["conversation"], reference=warm[0]["reference"], items=3)
         )
-        engine = await start_engine(settings)
-        try:
-            async with running_app(settings, SharedBackend(engine)) as app:
-                service = app.state.service
-                groups = make_groups(
-                    args.prompts, args.answers, seed=args.seed, run_id=NAME, fixed_order=True
-                )
-                log("warm-up: one rubric and one group each way (not measured)")
-                warm = make_groups(1, args.answers, seed=args.seed + 99, run_id=NAME, fixed_order=True)
-                warm_rubric = await service.rubrics.write(
-                    RubricRequest(
-                        conversation=warm[0]["conversation"], reference=warm[0]["reference"], items=3
-                    )
-                )
-                for mode in MODES:
-                    await judge_level(service, [{**warm[0], "rubric": warm_rubric.id}], mode, 1)
-                rubrics, writing = await write_all(service, groups, args.items)
-                log(f"writing: {writing}")
-                by_reference = {r.request.reference: r.id for r in rubrics}
-                judged = [
-                    {**g, "rubric": by_reference[g["reference"]]}
-                    for g in groups
-                    if g["reference"] in by_reference
-                ]
-                for index, level in enumerate(levels):
-                    rotation = MODES[index % len(MODES) :] + MODES[: index % len(MODES)]
-                    for mode in rotation:
-                        await reset_prefix_cache(engine)
-                        entry = await judge_level(service, judged, mode, level)
-                        entries.append(entry)
-                        log(f"c={level} {mode}: p50 {entry['latency']['p50_ms'] / 1000:.1f} s, {entry}")
-        finally:
-            await engine.close()
-    return _report(args, levels, writing, entries)
+        for mode in MODES:
+            await judge_level(service, [{**warm[0], "rubric": warm_rubric.id}], mode, 1)
+        rubrics, run.result["writing"] = await write_all(service, groups, args.items)
+        log(f"writing: {run.result['writing']}")
+        by_reference = {r.request.reference: r.id for r in rubrics}
+        yield (
+            judge,
+            [{**g, "rubric": by_reference[g["reference"]]} for g in groups if g["reference"] in by_reference],
+        )
 
 
-def _report(
-    args: argparse.Namespace, levels: list[int], writing: dict[str, Any], entries: list[dict[str, Any]]
-) -> int:
-    by = {(e["mode"], e["concurrency"]): e for e in entries}
-    ratios = {
+async def measure(run: Run, mode: str, level: int) -> dict[str, Any]:
+    judge, groups = run.state
+    await reset_prefix_cache(judge.engine)
+    return await judge_level(judge.service, groups, mode, level)
+
+
+def report(run: Run) -> None:
+    def of(key: str, level: int) -> float:
+        return ratio(run.cell("rubric", level)[key], run.cell("default", level)[key])
+
+    run.result["ratios"] = ratios = {
         f"c{level}": {
-            "p50_rubric_over_default": ratio(
-                by[("rubric", level)]["latency"]["p50_ms"], by[("default", level)]["latency"]["p50_ms"]
-            ),
-            "groups_per_s_rubric_over_default": ratio(
-                by[("rubric", level)]["groups_per_s"], by[("default", level)]["groups_per_s"]
-            ),
-            "completion_tokens_rubric_over_default": ratio(
-                by[("rubric", level)]["completion_tokens_per_group"],
-                by[("default", level)]["completion_tokens_per_group"],
-            ),
+            "p50_rubric_over_default": of("latency.p50_ms", level),
+            "groups_per_s_rubric_over_default": of("groups_per_s", level),
+            "completion_tokens_rubric_over_default": of("completion_tokens_per_group", level),
         }
-        for level in levels
+        for level in run.args.levels
     }
-    rows = [
-        [
-            e["mode"],
-            e["concurrency"],
-            e["groups"],
-            e["criteria_per_answer"],
-            round(e["latency"]["p50_ms"] / 1000, 2),
-            round(e["latency"]["p99_ms"] / 1000, 2),
-            e["groups_per_s"],
-            e["prompt_tokens_per_group"],
-            e["completion_tokens_per_group"],
-            e["scored_share"],
-        ]
-        for e in sorted(entries, key=lambda e: (e["concurrency"], MODES.index(e["mode"])))
-    ]
-    table = markdown_table(
-        [
-            "criteria",
-            "groups in flight",
-            "groups",
-            "criteria/answer",
-            "p50 s",
-            "p99 s",
-            "groups/s",
-            "prompt tokens/group",
-            "completion tokens/group",
-            "scored",
-        ],
-        rows,
-    )
-    result = {
-        "answers": args.answers,
-        "levels": levels,
-        "writing": writing,
-        "judging": entries,
-        "ratios": ratios,
-    }
-    write_result(NAME, result, table)
-    print(f"writing: {writing}\nratios: {ratios}")
-    return 0 if all(e["groups"] for e in entries) else 1
+    run.result |= {"answers": run.args.answers, "levels": run.args.levels}
+    run.notes.append(f"writing: {run.result['writing']}\nratios: {ratios}")
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--prompts", type=int, default=6, help="prompts (groups) to write rubrics for")
-    parser.add_argument("--items", type=int, default=12, help="items per rubric")
-    parser.add_argument("--answers", type=int, default=4, help="answers per group")
-    parser.add_argument("--levels", default="1,4", help="groups in flight, comma-separated")
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
-    return asyncio.run(_main(args))
+EXPERIMENT = Experiment(
+    options=[
+        option("--prompts", 6, "prompts (groups) to write rubrics for"),
+        option("--items", 12, "items per rubric"),
+        *shared(answers=4, levels="1,4", seed=0),
+    ],
+    arms=MODES,
+    levels="levels",
+    columns=judged_table("criteria", col("criteria/answer", "criteria_per_answer")),
+)
 
-
-if __name__ == "__main__":
-    sys.exit(main())
+EXPERIMENT.run_if_main(__name__)

@@ -1,6 +1,6 @@
 """Throughput of the rule graders: answers graded per second, per grader and answer length.
 
-    .venv/bin/python benchmarks/rule_graders.py [--seconds 0.3] [--out benchmarks/out/rule_graders.json]
+    .venv/bin/python -m benchmarks rule_graders [--seconds 0.3]
 
 Texts are generated deterministically (fixed seed): business prose with figures in the formats the
 numbers grader reads. Each length class has one reference and a group of answers derived from it (words
@@ -17,17 +17,15 @@ answer can hold up every other request; x64 is a whole group of them.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
-import platform
 import random
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
+from typing import Any
 
+from benchmarks.experiment import Cell, Column, Experiment, Run, Sweep, arm_col, col, option
 from judge_service.judging.base import Grade
 from judge_service.judging.blend import TermGrade, blend
 from judge_service.judging.registry import rule_grader
@@ -243,7 +241,7 @@ def worst_case_ms(grader: str, reference: str, answer: str, options: RuleOptions
     return min(times) * 1000
 
 
-def measure(run: Callable[[Workload], int], work: Workload, min_seconds: float) -> float:
+def answers_per_second(run: Callable[[Workload], int], work: Workload, min_seconds: float) -> float:
     """Answers per second, after one warm-up pass (caches, regex compilation)."""
     run(work)
     graded = 0
@@ -253,64 +251,58 @@ def measure(run: Callable[[Workload], int], work: Workload, min_seconds: float) 
     return graded / elapsed
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=0.3, help="minimum wall time per cell")
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "out" / "rule_graders.json")
-    args = parser.parse_args(argv)
-
+def measure(run: Run, case: str, _: None) -> dict[str, Any]:
+    """One grader on every length class: answers per second."""
     workloads = build_workloads(SEED)
-    results = []
-    for case, run in CASES.items():
-        for length, work in workloads.items():
-            rate = measure(run, work, args.seconds)
-            words = sum(len(a.split()) for a in work.answers) / len(work.answers)
-            results.append(
-                {
-                    "grader": case,
-                    "length": length,
-                    "answer_words": round(words),
-                    "answers_per_s": round(rate),
-                    "us_per_answer": round(1e6 / rate, 1),
-                }
-            )
+    found = {}
+    for length, work in workloads.items():
+        rate = answers_per_second(CASES[case], work, run.args.seconds)
+        words = sum(len(a.split()) for a in work.answers) / len(work.answers)
+        found[length] = {
+            "answer_words": round(words),
+            "answers_per_s": round(rate),
+            "us_per_answer": round(1e6 / rate, 1),
+        }
+    return found
 
-    worst = [
-        {"input": name, "grader": grader, "ms_per_answer": round(worst_case_ms(grader, ref, ans, opts), 2)}
-        for name, (grader, ref, ans, opts) in _adversarial().items()
+
+def length_columns(run: Run) -> list[Column]:
+    words = {n: w["answer_words"] for n, w in run.entries["entries"][0].items() if n in LENGTHS}
+    return [arm_col("grader")] + [
+        Column(f"{n} (~{words[n]} words) answers/s", per_second(n)) for n in LENGTHS
     ]
 
-    report = {
-        "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "python": sys.version.split()[0],
-        "platform": platform.platform(),
-        "processor": platform.processor() or platform.machine(),
-        "seed": SEED,
-        "group_size": GROUP_SIZE,
-        "min_seconds_per_cell": args.seconds,
-        "results": results,
-        "worst_case": worst,
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
-    worst_table = "\n| adversarial answer (20,000 chars) | ms per answer | x64 answers, s |\n|---|---|---|\n"
-    worst_table += "".join(
-        f"| {w['input']} | {w['ms_per_answer']:,} | {w['ms_per_answer'] * 64 / 1000:.2f} |\n" for w in worst
-    )
-    sys.stdout.write(_markdown(results) + worst_table + f"\nwritten to {args.out}\n")
-    return 0
+
+def per_second(length: str) -> Callable[[Cell], str]:
+    return lambda cell: f"{cell[length]['answers_per_s']:,}"
 
 
-def _markdown(results: list[dict[str, object]]) -> str:
-    lengths = list(LENGTHS)
-    words = {r["length"]: r["answer_words"] for r in results if r["grader"] == "similarity"}
-    header = "| grader | " + " | ".join(f"{n} (~{words[n]} words) answers/s" for n in lengths) + " |"
-    lines = [header, "|---" * (len(lengths) + 1) + "|"]
-    for case in CASES:
-        rates = {r["length"]: r["answers_per_s"] for r in results if r["grader"] == case}
-        lines.append(f"| {case} | " + " | ".join(f"{rates[n]:,}" for n in lengths) + " |")
-    return "\n".join(lines) + "\n"
+def worst(run: Run, name: str, _: None) -> dict[str, Any]:
+    grader, reference, answer, options = _adversarial()[name]
+    return {"grader": grader, "ms_per_answer": round(worst_case_ms(grader, reference, answer, options), 2)}
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+EXPERIMENT = Experiment(
+    options=[option("--seconds", 0.3, "minimum wall time per cell")],
+    arms=tuple(CASES),
+    order="fixed",
+    progress=lambda e: ", ".join(f"{n} {e[n]['answers_per_s']:,}/s" for n in LENGTHS),
+    columns=length_columns,
+    parts=[
+        Sweep(
+            key="worst_case",
+            arms=tuple(_adversarial()),
+            order="fixed",
+            measure=worst,
+            progress=lambda e: f"{e['ms_per_answer']} ms",
+            columns=[
+                arm_col("adversarial answer (20,000 chars)"),
+                col("ms per answer", "ms_per_answer"),
+                col("x64 answers, s", "ms_per_answer", scale=64 / 1000, digits=2),
+            ],
+        )
+    ],
+    report=lambda run: run.result.update(seed=SEED, group_size=GROUP_SIZE),
+)
+
+EXPERIMENT.run_if_main(__name__)

@@ -1,5 +1,5 @@
 """The service served for a benchmark: in this process (uvicorn as a task), or as a child process
-(judge_service/server/process.py), and facts read about such processes."""
+(judge_service/server/process.py); facts read about such processes; and fresh PostgreSQL databases."""
 
 from __future__ import annotations
 
@@ -8,9 +8,11 @@ import contextlib
 import os
 import socket
 import tempfile
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
 
 from benchmarks import REPO_ROOT
 from judge_service.server.process import ServiceProcess
@@ -71,6 +73,41 @@ def process_cpu_seconds(pid: int) -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
+def server_pids(pid: int) -> list[int]:
+    """A server process and its children (uvicorn's workers)."""
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    found = [int(c) for c in children.read_text().split()] if children.exists() else []
+    return [pid, *found]
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU seconds of processes, those gone counted as nothing."""
+    total = 0.0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            total += process_cpu_seconds(pid)
+    return total
+
+
+POSTGRES = os.environ.get("JUDGE_BENCH_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+
+
+@contextlib.contextmanager
+def fresh_database(server: str = POSTGRES) -> Iterator[str]:
+    """A new database on the PostgreSQL server (JUDGE_BENCH_DATABASE_URL, or `server`); yields its URL;
+    dropped afterwards."""
+    import psycopg
+
+    name = f"judge_bench_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield urlunsplit(urlsplit(server)._replace(path=f"/{name}"))
+    finally:
+        with psycopg.connect(server, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 def tail(path: Path, lines: int = 30) -> str:
     with contextlib.suppress(OSError):
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
@@ -96,3 +133,10 @@ def env_override(**values: str) -> Iterator[None]:
 def workdir(prefix: str) -> Iterator[Path]:
     with tempfile.TemporaryDirectory(prefix=f"bench-{prefix}-") as tmp:
         yield Path(tmp)
+
+
+@contextlib.asynccontextmanager
+async def temporary_folder(run: Any) -> AsyncIterator[Path]:
+    """An experiment's set-up that is only a temporary folder (run.state)."""
+    with workdir(run.experiment.name) as tmp:
+        yield tmp

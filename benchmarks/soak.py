@@ -6,7 +6,7 @@ Idempotency-Key each (1 in 10 is a retry of an earlier key, answered from the st
 of a 4-member group whose members go to different replicas. Every `--sample-s` seconds the RSS of every
 server process is read from /proc. Growth is from the end of the warm-up (`--warmup-s`) to the end.
 
-    .venv/bin/python -m benchmarks.soak [--minutes 10] [--rate 40]
+    .venv/bin/python -m benchmarks soak [--minutes 10] [--rate 40]
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from benchmarks.experiment import Experiment, Outcome, option
 from benchmarks.groups import make_groups
 from benchmarks.rawhttp import RawHTTPConnection
-from benchmarks.report import log, markdown_table, write_result
-from benchmarks.scaleout import fresh_database, server_pids
-from benchmarks.servers import server_process, workdir
+from benchmarks.report import log, markdown_table
+from benchmarks.servers import fresh_database, server_pids, server_process, workdir
 
 NAME = "soak"
 
@@ -106,7 +106,7 @@ async def load(ports: list[int], rate: float, seconds: float, statuses: Counter[
             await conn.close()
 
 
-async def main_async(args: argparse.Namespace) -> None:
+async def run(args: argparse.Namespace) -> Outcome:
     seconds = args.minutes * 60
     samples: list[dict[str, Any]] = []
     statuses: Counter[int] = Counter()
@@ -153,19 +153,17 @@ async def main_async(args: argparse.Namespace) -> None:
         rows,
     )  # fmt: skip
     table += f"\n\nrequests by status: {dict(sorted(statuses.items()))}"
-    write_result(NAME, {"settings": vars(args), "statuses": dict(statuses), "samples": samples}, table)
+    return Outcome({"statuses": dict(statuses), "samples": samples}, table)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--minutes", type=float, default=10.0)
-    parser.add_argument("--rate", type=float, default=40.0, help="requests per second, open loop")
-    parser.add_argument("--sample-s", type=float, default=10.0)
-    parser.add_argument("--warmup-s", type=float, default=60.0)
-    asyncio.run(main_async(parser.parse_args()))
+EXPERIMENT = Experiment(
+    options=[
+        option("--minutes", 10.0),
+        option("--rate", 40.0, "requests per second, open loop"),
+        option("--sample-s", 10.0),
+        option("--warmup-s", 60.0),
+    ],
+    run=run,
+)
 
-
-if __name__ == "__main__":
-    main()
+EXPERIMENT.run_if_main(__name__)

@@ -1,6 +1,6 @@
 """What template bombs cost everyone else, and what a plain template costs to render.
 
-    .venv/bin/python -m benchmarks.template_budget [--seconds 8] [--bombers 10]
+    .venv/bin/python -m benchmarks template_budget [--seconds 8] [--bombers 10]
 
 1. /healthz under bombs: the real server (`python -m judge_service serve`, fake judge, default template
    settings: 1 s timeout, 2 render processes) as a child process. A prober thread asks /healthz every
@@ -29,7 +29,8 @@ import httpx
 from jinja2 import StrictUndefined
 from jinja2.sandbox import SandboxedEnvironment
 
-from benchmarks.report import latency_summary, log, markdown_table, write_result
+from benchmarks.experiment import Experiment, Outcome, option
+from benchmarks.report import latency_summary, log, markdown_table
 from benchmarks.servers import server_process, workdir
 from judge_service.judging.rft.budget import finalize
 from judge_service.judging.rft.templates import Templates
@@ -171,14 +172,7 @@ async def _render_costs(calls: int) -> dict[str, dict[str, float]]:
     return costs
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--seconds", type=float, default=8.0, help="each phase")
-    parser.add_argument("--bombers", type=int, default=10)
-    parser.add_argument("--calls", type=int, default=20_000, help="renders per cost measurement")
-    args = parser.parse_args()
+def run(args: argparse.Namespace) -> Outcome:
     with workdir("templates") as folder:
         healthz = _healthz(args, folder)
     costs = asyncio.run(_render_costs(args.calls))
@@ -198,8 +192,16 @@ def main() -> None:
         ["template", "before (us/render)", "now (us/render)"],
         [[name, cost.get("before_us", "-"), cost["now_us"]] for name, cost in costs.items()],
     )
-    write_result("template_budget", {"args": vars(args), "healthz": healthz, "render_costs": costs}, table)
+    return Outcome({"healthz": healthz, "render_costs": costs}, table)
 
 
-if __name__ == "__main__":
-    main()
+EXPERIMENT = Experiment(
+    options=[
+        option("--seconds", 8.0, "each phase"),
+        option("--bombers", 10),
+        option("--calls", 20_000, "renders per cost measurement"),
+    ],
+    run=run,
+)
+
+EXPERIMENT.run_if_main(__name__)

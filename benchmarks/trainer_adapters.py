@@ -7,12 +7,11 @@
 2. The wall time of a 2-step TRL GRPO run on the CPU (tiny model, examples/trl_grpo.py) rewarded by the
    service vs by a constant reward function, alternating.
 
-    .venv/bin/python -m benchmarks.trainer_adapters [--rounds 30] [--trl-rounds 3]
+    .venv/bin/python -m benchmarks trainer_adapters [--rounds 30] [--trl-rounds 3]
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import importlib.util
 import statistics
@@ -24,8 +23,9 @@ from typing import Any
 import httpx
 
 from benchmarks import REPO_ROOT
+from benchmarks.experiment import Experiment, Outcome, option
 from benchmarks.groups import make_groups
-from benchmarks.report import log, markdown_table, write_result
+from benchmarks.report import log, markdown_table
 from benchmarks.servers import server_process, workdir
 from judge_service.adapters.trl import judge_reward
 
@@ -115,13 +115,7 @@ def trl_wall_times(url: str, rounds: int) -> dict[str, float]:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--rounds", type=int, default=30)
-    parser.add_argument("--trl-rounds", type=int, default=3)
-    args = parser.parse_args()
+def run(args: Any) -> Outcome:
     with workdir("adapters") as tmp:
         env = {"JUDGE_BACKEND": "fake", "JUDGE_HOME_DIR": str(tmp)}
         with server_process(env, tmp / "server.log") as (url, _):
@@ -138,12 +132,14 @@ def main() -> None:
         ["TRL 2 steps, constant reward, s p50", trl["constant_s_p50"]],
         ["judged / constant", trl["judged_over_constant"]],
     ]
-    write_result(
-        "trainer_adapters",
-        {"overhead": overhead, "trl": trl, "args": vars(args)},
-        markdown_table(["measure", "value"], rows),
-    )
+    return Outcome({"overhead": overhead, "trl": trl}, markdown_table(["measure", "value"], rows))
 
 
-if __name__ == "__main__":
-    main()
+EXPERIMENT = Experiment(
+    description="What the trainer adapters cost: TRL's reward function over the raw batch call, and a 2-step "
+    "GRPO run rewarded by the service vs a constant.",
+    options=[option("--rounds", 30), option("--trl-rounds", 3)],
+    run=run,
+)
+
+EXPERIMENT.run_if_main(__name__)
