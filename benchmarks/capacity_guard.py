@@ -1,6 +1,6 @@
 """The capacity guard: this working tree against a pinned earlier commit, alternately in one run, as ratios.
 
-    .venv/bin/python -m benchmarks.capacity_guard [--against 4b52f6d] [--rounds 3] [--min-ratio 1.0]
+    .venv/bin/python -m benchmarks capacity_guard [--against 4b52f6d] [--rounds 3] [--min-ratio 1.0]
         [-- fake_capacity args, default: --levels 32 --batch-levels 1 --seconds 5 --stage-groups 300]
 
 Runs benchmarks/fake_capacity.py on the pinned commit (checked out in a temporary git worktree, same venv)
@@ -8,47 +8,29 @@ and on this tree, in ABBA order round after round, each tree importing its own c
 the tree first on sys.path, and the server it starts runs from the same tree). Prints groups/s and server
 CPU per group of every round, side by side, and the ratio of the sums (now / pinned). With --min-ratio it
 exits 1 when the guarded level's ratio is below it: a change to the request path that costs capacity
-shows the day it lands. Run it after such a change and record its table in RESULTS.md.
+shows the day it lands. Run it after such a change and record its table in
+benchmarks/results/capacity_guard.md.
 
 The machines are shared: only the ratio means anything, and only within one run.
 """
 
 from __future__ import annotations
 
-import argparse
-import contextlib
 import json
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from benchmarks import REPO_ROOT
-from benchmarks.report import log, markdown_table, ratio, write_result
+from benchmarks.experiment import Experiment, Outcome, option, shared
+from benchmarks.report import log, markdown_table, ratio
+from benchmarks.trees import pinned_tree
 
 NAME = "capacity_guard"
-PINNED = "4b52f6d"  # the capacity RESULTS section 4 measured; the issue that lost half of it set this goal
+PINNED = "4b52f6d"  # the capacity of RESULTS section 4 (results/fake_capacity.md); the goal lost half of it
 DEFAULT_ARGS = ["--levels", "32", "--batch-levels", "1", "--seconds", "5", "--stage-groups", "300"]
 IN_PROCESS = "service.grade, whole path (CPU, all threads)"
-
-
-@contextlib.contextmanager
-def pinned_tree(ref: str) -> Iterator[Path]:
-    """A detached worktree of `ref` in a temporary folder, removed afterwards."""
-    folder = Path(tempfile.mkdtemp(prefix="capacity-guard-"))
-    subprocess.run(
-        ["git", "-C", str(REPO_ROOT), "worktree", "add", "--detach", "--force", str(folder), ref],
-        check=True,
-        capture_output=True,
-    )
-    try:
-        yield folder
-    finally:
-        subprocess.run(
-            ["git", "-C", str(REPO_ROOT), "worktree", "remove", "--force", str(folder)], capture_output=True
-        )
 
 
 def capacity(tree: Path, args: list[str]) -> dict[str, Any]:
@@ -128,20 +110,7 @@ def compare(runs: dict[str, list[dict[str, Any]]], ref: str) -> tuple[list[dict[
     return rows, table
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--against", default=PINNED, help="the pinned earlier commit (any git ref)")
-    parser.add_argument("--rounds", type=int, default=3, help="rounds; each runs both trees (ABBA order)")
-    parser.add_argument(
-        "--min-ratio", type=float, default=None, help="exit 1 when the guarded row's ratio is below this"
-    )
-    parser.add_argument(
-        "--guard", default="POST /v1/judge, 32 in flight", help="the row --min-ratio applies to"
-    )
-    parser.add_argument("capacity_args", nargs="*", help="fake_capacity's arguments (after --)")
-    args = parser.parse_args(argv)
+def run(args: Any) -> Outcome:
     capacity_args = args.capacity_args or DEFAULT_ARGS
     runs: dict[str, list[dict[str, Any]]] = {"pinned": [], "now": []}
     with pinned_tree(args.against) as pinned:
@@ -153,22 +122,23 @@ def main(argv: list[str] | None = None) -> int:
                 runs[side].append(capacity(trees[side], capacity_args))
     rows, table = compare(runs, args.against)
     guarded = next((r for r in rows if r["row"] == args.guard), None)
-    write_result(
-        NAME,
-        {
-            "config": {**vars(args), "capacity_args": capacity_args},
-            "rows": rows,
-            "guarded": guarded,
-            "runs": runs,
-        },
-        table,
-    )
+    result = {"capacity_args": capacity_args, "rows": rows, "guarded": guarded, "runs": runs}
     if args.min_ratio is not None and (guarded is None or guarded["ratio"] < args.min_ratio):
         found = "no such row" if guarded is None else f"{guarded['ratio']:.2f}"
         log(f"capacity guard: {args.guard} is {found} of {args.against}, below {args.min_ratio}")
-        return 1
-    return 0
+        return Outcome(result, table, exit_code=1)
+    return Outcome(result, table)
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+EXPERIMENT = Experiment(
+    options=[
+        option("--against", PINNED, "the pinned earlier commit (any git ref)"),
+        *shared(rounds=(3, "rounds; each runs both trees (ABBA order)")),
+        option("--min-ratio", help="exit 1 when the guarded row's ratio is below this", type=float),
+        option("--guard", "POST /v1/judge, 32 in flight", "the row --min-ratio applies to"),
+        option("capacity_args", help="fake_capacity's arguments (after --)", nargs="*"),
+    ],
+    run=run,
+)
+
+EXPERIMENT.run_if_main(__name__)

@@ -8,4 +8,4 @@ rounds=${2:-3}
 shift $(( $# >= 2 ? 2 : 1 ))
 here=$(git rev-parse --show-toplevel)
 cd "$here"
-exec .venv/bin/python -m benchmarks.capacity_guard --against "$ref" --rounds "$rounds" -- "$@"
+exec .venv/bin/python -m benchmarks capacity_guard --against "$ref" --rounds "$rounds" -- "$@"

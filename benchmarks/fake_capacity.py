@@ -22,12 +22,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
 import shutil
 import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -35,11 +33,12 @@ from typing import Any
 
 from benchmarks import OUT_DIR
 from benchmarks.engine import bench_settings, running_app
+from benchmarks.experiment import Experiment, Outcome, ints, option, shared
 from benchmarks.groups import make_groups
-from benchmarks.profile_stages import stage_shares
+from benchmarks.profile_stages import stage_shares, threads
 from benchmarks.profile_stages import table as stage_table
-from benchmarks.rawhttp import RawHTTPConnection
-from benchmarks.report import latency_summary, log, markdown_table, ratio, write_result
+from benchmarks.rawhttp import RawHTTPConnection, closed_loop
+from benchmarks.report import latency_summary, log, markdown_table, ratio
 from benchmarks.servers import process_cpu_seconds, server_process, tail, workdir
 
 NAME = "fake_capacity"
@@ -57,45 +56,15 @@ async def _drive(
 ) -> dict[str, Any]:
     """Closed loop: `concurrency` connections, each sending its next request when the last returns,
     for `seconds` of wall time. Returns counts, latencies and the status codes seen."""
-    connections = [RawHTTPConnection(host, port) for _ in range(concurrency)]
-    for connection in connections:
-        await connection.connect()
-    latencies: list[float] = []
-    statuses: Counter[int] = Counter()
-    errors: list[str] = []
-    sample: list[bytes] = []
-    deadline = time.perf_counter() + seconds
-
-    async def worker(index: int, connection: RawHTTPConnection) -> None:
-        i = index
-        while time.perf_counter() < deadline:
-            payload = payloads[i % len(payloads)]
-            i += concurrency
-            started = time.perf_counter()
-            try:
-                status, body = await connection.send(payload)
-            except (OSError, asyncio.IncompleteReadError) as exc:
-                errors.append(f"{type(exc).__name__}: {exc}")
-                await connection.close()
-                continue
-            latencies.append(time.perf_counter() - started)
-            statuses[status] += 1
-            if not sample:
-                sample.append(body)
-
-    started = time.perf_counter()
-    await asyncio.gather(*(worker(i, c) for i, c in enumerate(connections)))
-    wall = time.perf_counter() - started
-    for connection in connections:
-        await connection.close()
+    run = await closed_loop([(host, port)], payloads, concurrency, time.perf_counter() + seconds)
     return {
-        "wall_s": wall,
-        "requests": len(latencies),
-        "groups": len(latencies) * groups_per_request,
-        "latencies": latencies,
-        "statuses": dict(statuses),
-        "errors": errors[:5],
-        "sample": sample[0] if sample else b"",
+        "wall_s": run.wall_s,
+        "requests": len(run.latencies),
+        "groups": len(run.latencies) * groups_per_request,
+        "latencies": run.latencies,
+        "statuses": dict(run.statuses),
+        "errors": run.errors[:5],
+        "sample": run.sample,
     }
 
 
@@ -222,18 +191,7 @@ def _start_py_spy(py_spy: str, pid: int, seconds: float, raw: Path) -> subproces
 def _top_costs(folded: str, top: int = 25) -> dict[str, Any]:
     """Samples per thread; then, for the busiest thread (the event loop, where requests are handled),
     own time per function and inclusive time per function, as shares of that thread's samples."""
-    by_thread: Counter[str] = Counter()
-    stacks: list[tuple[str, list[str], int]] = []
-    for line in folded.splitlines():
-        stack, _, count_text = line.rpartition(" ")
-        if not stack or not count_text.isdigit():
-            continue
-        frames = stack.split(";")
-        thread = frames[0] if frames[0].startswith("thread ") else "all"
-        if thread != "all":
-            frames = frames[1:]
-        by_thread[thread] += int(count_text)
-        stacks.append((thread, frames, int(count_text)))
+    by_thread, stacks = threads(folded)
     if not by_thread:
         return {"samples": 0}
     main, total = by_thread.most_common(1)[0]
@@ -456,18 +414,15 @@ def _table(levels: list[dict[str, Any]], stages: dict[str, Any]) -> str:
     return table
 
 
-async def _main(args: argparse.Namespace) -> int:
-    with contextlib.suppress(ImportError):
-        import uvloop
-
-        asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+async def run(args: argparse.Namespace) -> Outcome:
     with workdir(NAME) as tmp:
         levels, extra = await _http_levels(args, tmp)
         log("in-process stage breakdown ...")
         stages = await _stage_breakdown(args, tmp)
     best = max(levels, key=lambda lv: lv["groups_per_s"]) if levels else None
     result = {
-        "config": {**vars(args), "answers_per_group": args.answers, "criteria": 4},
+        "answers_per_group": args.answers,
+        "criteria": 4,
         "levels": levels,
         "stages": stages,
         "best_groups_per_s": best["groups_per_s"] if best else None,
@@ -479,28 +434,25 @@ async def _main(args: argparse.Namespace) -> int:
         "goal_ratio": ratio(best["groups_per_s"], 1000) if best else None,
         **extra,
     }
-    write_result(NAME, result, _table(levels, stages))
-    return 0
+    return Outcome(result, _table(levels, stages))
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--seconds", type=float, default=5.0, help="measured seconds per level")
-    parser.add_argument("--warmup", type=float, default=2.0)
-    parser.add_argument("--levels", type=lambda s: [int(x) for x in s.split(",")], default=[1, 8, 32, 128])
-    parser.add_argument("--batch-levels", type=lambda s: [int(x) for x in s.split(",")], default=[1, 4])
-    parser.add_argument("--batch-size", type=int, default=16, help="groups per batch request, if supported")
-    parser.add_argument("--answers", type=int, default=8)
-    parser.add_argument("--distinct-groups", type=int, default=256)
-    parser.add_argument("--stage-groups", type=int, default=1000)
-    parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--profile", action="store_true", help="py-spy the server at the highest level")
-    parser.add_argument("--py-spy", default=os.environ.get("PY_SPY"), help="path to the py-spy binary")
-    args = parser.parse_args(argv)
-    return asyncio.run(_main(args))
+EXPERIMENT = Experiment(
+    options=[
+        *shared(seconds=(5.0, "measured seconds per level")),
+        option("--warmup", 2.0, "seconds of load before the levels"),
+        option("--levels", "1,8,32,128", "connections in flight, comma-separated", type=ints),
+        option("--batch-levels", "1,4", "batch requests in flight, comma-separated", type=ints),
+        option("--batch-size", 16, "groups per batch request, if supported"),
+        *shared(answers=8),
+        option("--distinct-groups", 256, "distinct groups the load cycles through"),
+        option("--stage-groups", 1000, "groups graded in-process for the stage breakdown"),
+        *shared(seed=7),
+        option("--profile", help="py-spy the server at the highest level", action="store_true"),
+        option("--py-spy", os.environ.get("PY_SPY"), "path to the py-spy binary"),
+    ],
+    run=run,
+    uvloop=True,
+)
 
-
-if __name__ == "__main__":
-    sys.exit(main())
+EXPERIMENT.run_if_main(__name__)

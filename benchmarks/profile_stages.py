@@ -1,6 +1,6 @@
 """Where the server's samples go, by stage of the request path, from py-spy's folded stacks.
 
-    .venv/bin/python -m benchmarks.profile_stages benchmarks/out/fake_capacity.folded.txt
+    .venv/bin/python -m benchmarks profile_stages benchmarks/out/fake_capacity.folded.txt
 
 fake_capacity --profile writes the folded stacks and puts this breakdown into its JSON. Each sample of the
 busiest thread (the event loop, where requests are handled) goes to one stage: the first frame, from the
@@ -12,10 +12,11 @@ writer) are reported per thread.
 
 from __future__ import annotations
 
-import argparse
-import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
+
+from benchmarks.experiment import Experiment, Outcome, option
 
 # (stage, markers): a frame belongs to the first stage one of whose markers it contains. Order matters
 # only where markers overlap (judging/llm/expected.py before judging/).
@@ -57,8 +58,9 @@ def stage_of(frames: list[str]) -> str:
     return OTHER
 
 
-def stage_shares(folded: str) -> dict[str, object]:
-    """Shares of the busiest thread's samples per stage, and every thread's share of all samples."""
+def threads(folded: str) -> tuple[Counter[str], list[tuple[str, list[str], int]]]:
+    """Samples per thread, and every stack as (thread, frames from the root, samples), from py-spy's
+    folded stacks (recorded with --threads: a stack's first frame names its thread)."""
     by_thread: Counter[str] = Counter()
     stacks: list[tuple[str, list[str], int]] = []
     for line in folded.splitlines():
@@ -67,8 +69,16 @@ def stage_shares(folded: str) -> dict[str, object]:
             continue
         frames = stack.split(";")
         thread = frames[0] if frames[0].startswith("thread ") else "all"
+        if thread != "all":
+            frames = frames[1:]
         by_thread[thread] += int(count_text)
         stacks.append((thread, frames, int(count_text)))
+    return by_thread, stacks
+
+
+def stage_shares(folded: str) -> dict[str, object]:
+    """Shares of the busiest thread's samples per stage, and every thread's share of all samples."""
+    by_thread, stacks = threads(folded)
     if not by_thread:
         return {"samples": 0}
     main, total = by_thread.most_common(1)[0]
@@ -97,15 +107,14 @@ def table(shares: dict[str, object]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("folded", type=Path, help="py-spy folded stacks (raw format, --threads)")
-    args = parser.parse_args(argv)
-    print(table(stage_shares(args.folded.read_text())))
-    return 0
+def run(args: Any) -> Outcome:
+    shares = stage_shares(args.folded.read_text())
+    return Outcome({"folded": str(args.folded), "shares": shares}, table(shares))
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+EXPERIMENT = Experiment(
+    options=[option("folded", help="py-spy folded stacks (raw format, --threads)", type=Path)],
+    run=run,
+)
+
+EXPERIMENT.run_if_main(__name__)
