@@ -1,9 +1,10 @@
-"""Benchmarks of the judge service: each script compares configurations side by side in one run (the
-machines are shared and noisy, so only ratios measured together mean anything), writes
-benchmarks/out/<name>.json and prints a markdown table. Shared pieces, one concern each: report.py (machine
-facts, percentiles, result files), groups.py (deterministic judge groups), engine.py (the judge
-in-process), load.py (load generation), servers.py (the service served in-process or as a child process),
-rawhttp.py (a lean HTTP/1.1 client)."""
+"""Benchmarks of the judge service: each compares configurations side by side in one run (the machines
+are shared and noisy, so only ratios measured together mean anything), writes benchmarks/out/<name>.json
+and prints a markdown table. Each is an experiment declared once and run by the harness, experiment.py
+(`python -m benchmarks NAME`, `--list`). Shared pieces, one concern each: report.py (machine facts,
+percentiles, result files), groups.py (deterministic judge groups), engine.py (the judge in-process),
+load.py (load generation), servers.py (the service served in-process or as a child process), rawhttp.py
+(a lean HTTP/1.1 client), trees.py (an earlier commit's tree)."""
 
 import os
 from pathlib import Path

@@ -1,7 +1,9 @@
 """The experiment harness: a benchmark is declared once, as an `Experiment` record, and run from here.
 
 An experiment names its arms (the things compared side by side), its levels (groups in flight, stores,
-...) and its rounds, and one measurement, `measure(run, arm, level) -> entry`. The harness owns the rest:
+...) and its rounds; its module gives the measurement, `measure(run, arm, level) -> entry`, and, where
+needed, `setup(run)` (what every measurement shares: an engine, a server) and `report(run)` (figures over
+the whole run). The harness owns the rest:
 - the command line: `python -m benchmarks NAME [options]`, the options declared as a list of `option(...)`;
 - the order of the arms in each round: rotated per level, alternating (A B, B A, ...), a palindrome
   (A B B A) or fixed. The machines are shared and noisy, so only ratios measured side by side mean
@@ -212,10 +214,11 @@ class Sweep:
     `arms`, `levels` and `rounds` may be callables of the run (read after the set-up: a benchmark may
     compare only what the service offers), or name the option that gives them ("levels"). `measure`
     may return None where an arm has nothing to measure at a level. `combine` turns a cell's entries
-    (its rounds) into one; the default keeps a single entry as it is. `level_setup(run, level)` is an
-    async context manager around one level's measurements (a server per store); what it yields is
-    `run.level_state`. The table has a row per cell, or only the cells of `row_arms` (their columns
-    reaching the other arms through `cell.at`)."""
+    (its rounds) into one; the default keeps a single entry as it is and pools several (`pool`, which
+    entries holding raw latencies want either way). `level_setup(run, level)` is an async context
+    manager around one level's measurements (a server per store); what it yields is `run.level_state`.
+    The table has a row per cell, or only the cells of `row_arms` (their columns reaching the other arms
+    through `cell.at`)."""
 
     measure: Measure | None = None
     arms: Sequence[str] | str | Callable[[Run], Sequence[str]] = ()
@@ -425,7 +428,7 @@ class Run:
                 mine = [e for e in entries if e["arm"] == arm and e["level"] == level]
                 if mine:
                     combined = (
-                        sweep.combine(mine) if sweep.combine else mine[-1] if len(mine) == 1 else _pool(mine)
+                        sweep.combine(mine) if sweep.combine else mine[-1] if len(mine) == 1 else pool(mine)
                     )
                     table[(arm, level)] = Cell(
                         arm, level, mine, {"arm": arm, "level": level, **combined}, table
@@ -493,24 +496,29 @@ def _progress(entry: Entry) -> str:
     return ", ".join(f"{k} {v}" for k, v in shown.items()) + (f", p50 {p50} ms" if p50 is not None else "")
 
 
-def _pool(entries: list[Entry]) -> Entry:
-    """Rounds of one cell without a combine of their own: numbers summed, errors and latencies pooled,
-    groups/s over the summed wall time, the latency summary over every latency."""
-    pooled: Entry = {"errors": [], "latencies_s": []}
+def pool(entries: list[Entry]) -> Entry:
+    """Combine rounds by pooling them: numbers summed, errors and latencies (`latencies_s`) pooled, groups/s
+    over the summed wall time and the latency summary over every latency; the rest as the first round has
+    it."""
+    pooled: Entry = {k: v for k, v in entries[0].items() if not _number(v)} | {
+        "errors": [],
+        "latencies_s": [],
+    }
     for entry in entries:
         for key, value in entry.items():
-            if (
-                isinstance(value, int | float)
-                and not isinstance(value, bool)
-                and key not in ("round", "level")
-            ):
+            if _number(value) and key not in ("round", "level"):
                 pooled[key] = pooled.get(key, 0) + value
             elif key in ("errors", "latencies_s"):
                 pooled[key] += value
     if pooled.get("wall_s"):
         pooled["groups_per_s"] = round(pooled.get("groups", 0) / pooled["wall_s"], 4)
-    pooled["latency"] = latency_summary(pooled.pop("latencies_s"))
+    if latencies := pooled.pop("latencies_s"):
+        pooled["latency"] = latency_summary(latencies)
     return pooled
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def best_of(key: str) -> Callable[[list[Entry]], Entry]:

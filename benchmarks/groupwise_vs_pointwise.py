@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from benchmarks.engine import Judge, grade_groups, judge_on_engine, reset_prefix_cache
-from benchmarks.experiment import Column, Experiment, Run, arm_col, col, shared
+from benchmarks.experiment import Column, Experiment, Run, arm_col, col, pool, shared
 from benchmarks.groups import make_groups, split_pointwise
 from benchmarks.report import log, ratio
 
@@ -113,6 +113,7 @@ EXPERIMENT = Experiment(
     arms=("groupwise", "pointwise"),
     rounds="pairs",
     order="alternate",
+    combine=pool,
     columns=[
         arm_col("mode"),
         per_group("judge calls/group", "judge_calls", 2),

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from benchmarks.engine import RecordingBackend, judge_on_engine, reset_prefix_cache
-from benchmarks.experiment import Column, Experiment, Run, arm_col, col, shared
+from benchmarks.experiment import Column, Experiment, Run, arm_col, col, pool, shared
 from benchmarks.groups import make_groups
 from benchmarks.load import run_load
 from benchmarks.report import log, ratio
@@ -151,6 +151,7 @@ EXPERIMENT = Experiment(
     arms=("direct", "service"),
     rounds="pairs",
     order="alternate",
+    combine=pool,
     columns=[
         arm_col("path"),
         col("groups", "groups"),
