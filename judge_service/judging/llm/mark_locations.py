@@ -10,7 +10,7 @@ as many as the document holds, they are the same ones in the same order; a strin
 the same shape (a reason quoting JSON) makes the counts differ, and the reply is read by mark_lexer.py
 instead, token by token, as is any reply that is not one JSON value (prose or a fence around it, a
 truncated reply), with the same results. A Python step per token or per JSON element, as the lexer
-takes, costs several times more (benchmarks/RESULTS.md, section 30).
+takes, costs several times more (benchmarks/results/capacity_guard.md, section 32).
 
 The path is the object keys leading to the mark, without "mark" itself: (answer id, criterion) in a group
 reply, (criterion,) in a per-answer reply. Arrays end the path (their items have no key). `bare` (marks
