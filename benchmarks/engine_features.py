@@ -3,9 +3,9 @@
     OMP_NUM_THREADS=2 .venv/bin/python -m benchmarks engine_features [--groups 8] [--loose-max-tokens 512]
 
 Two engines are loaded side by side in this process, identical except for automatic prefix caching
-(A: on, the service default; B: off). The judge requests are the service's own: the groups go once
-through JudgeService.grade on engine A (warm-up and recording), and the recorded GenerationRequests are
-then replayed straight into the engines, --groups at a time:
+(A: on, the service default; B: off). The judge requests are the service's own, in the group decoding (one
+request a group): the groups go once through JudgeService.grade on engine A (warm-up and recording), and
+the recorded GenerationRequests are then replayed straight into the engines, --groups at a time:
 
 * prefix caching: the baseline requests on A and on B in ABBA order. A's cache is emptied before each
   of its rounds, so what it reuses is what production reuses: the rubric/system prompt across groups.
@@ -103,7 +103,8 @@ async def setup(run: Run) -> AsyncIterator[Engines]:
         args.groups, args.answers, seed=args.seed, n_criteria=args.criteria, run_id=NAME, fixed_order=True
     )
     with workdir(NAME) as tmp:
-        settings = bench_settings(tmp, reason_max_chars=args.reason_chars, parse_retries=0)
+        # The group decoding: one request a group, whose reply the completeness check reads.
+        settings = bench_settings(tmp, reason_max_chars=args.reason_chars, parse_retries=0, decoding="group")
         started = time.perf_counter()
         cached, uncached = await asyncio.gather(
             start_engine(settings),
