@@ -5,6 +5,6 @@ it): cli.py and server/ run it; app.py wires everything; ui/ the run pages; api/
 groups whose answers arrive one request each; service/ runs one group; judging/ grades it (rule graders
 and the LLM judge behind one interface); backends/ talk to the judge model and store/ keeps judgements.
 Beside them: client/ (the typed client), adapters/ (trainers, on the client), tools/ (offline commands on
-the client), quality/ (pure reports), and the shared modules schemas.py (every wire model), config.py,
+the client), quality/ (pure reports), and the shared modules schemas/ (every wire model), config.py,
 metrics.py, errors.py.
 """
