@@ -59,7 +59,7 @@ def redact(text: str) -> str:
 def remember(*values: str | None) -> None:
     """Credentials to redact wherever they appear: an API key as it is; of a URL (anything with "://"),
     its password and its credential-named query values, as written and decoded, and its user:password as
-a Basic authorization carries it."""
+    a Basic authorization carries it."""
     global _remembered
     found: set[str] = set()
     for value in values:
