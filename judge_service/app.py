@@ -21,7 +21,7 @@ from judge_service.api.middleware.limits import RequestBody
 from judge_service.api.middleware.request_metrics import RequestMetrics
 from judge_service.api.scopes import gate_routes
 from judge_service.api.shares import KeyShares
-from judge_service.assembly import AssemblySettings, build_assembly
+from judge_service.assembly import build_assembly
 from judge_service.backends.base import JudgeBackend
 from judge_service.backends.factory import build_backend
 from judge_service.backends.readiness import Readiness, follow_backend
@@ -34,7 +34,7 @@ from judge_service.judging.code.spec import parse_code_graders
 from judge_service.judging.comparison.grader import KNOCKOUT, PAIRWISE, ComparisonGrader
 from judge_service.judging.jury.build import build_jury
 from judge_service.judging.llm.admission import GroupAdmission
-from judge_service.judging.llm.configured import judge_caller
+from judge_service.judging.llm.caller import JudgeCaller
 from judge_service.judging.llm.judge import LLMJudge
 from judge_service.judging.registry import GraderRegistry
 from judge_service.judging.rft.grader import RftConfigGrader, parse_rft_graders
@@ -74,7 +74,7 @@ def create_app(
         await judgement_store.open()
         app.state.store = judgement_store
         readiness = Readiness(metrics, backend=settings.backend)
-        caller = judge_caller(settings, judge_backend, metrics)
+        caller = JudgeCaller.configured(judge_backend, metrics, settings, settings)
         metrics.admission_limit.labels(limit="in_flight").set(settings.max_groups_in_flight)
         metrics.admission_limit.labels(limit="queued").set(settings.max_groups_queued)
         admission = GroupAdmission(settings.max_groups_in_flight, settings.max_groups_queued, metrics)
@@ -127,14 +127,8 @@ def create_app(
             canaries=CanaryPolicy(settings.canary_rate, settings.resolved_canary_kinds()),
         )
         app.state.service = service
-        assembly_settings = AssemblySettings(
-            deadline_s=settings.member_deadline_s,
-            min_members=settings.member_min_members,
-            max_open_groups=settings.member_max_open_groups,
-            max_waiting=settings.member_max_waiting,
-        )
         assembly = build_assembly(
-            settings.resolved_member_assembly(), service, judgement_store, metrics, assembly_settings
+            settings.resolved_member_assembly(), service, judgement_store, metrics, settings
         )
         app.state.assembly = assembly
         retention = Retention(

@@ -28,9 +28,9 @@ from __future__ import annotations
 
 from typing import Literal, Protocol
 
-from judge_service.assembly.common import AssemblySettings
 from judge_service.assembly.local import GroupAssembly
 from judge_service.assembly.shared import SharedGroupAssembly
+from judge_service.config import MemberAssemblySettings
 from judge_service.metrics import JudgeMetrics
 from judge_service.schemas import MemberRequest, MemberResponse
 from judge_service.service import JudgeService
@@ -50,11 +50,11 @@ def build_assembly(
     service: JudgeService,
     store: JudgementStore,
     metrics: JudgeMetrics,
-    settings: AssemblySettings,
+    settings: MemberAssemblySettings,
 ) -> MemberAssembly:
     if strategy == "shared":
         return SharedGroupAssembly(service, store, metrics, settings)
     return GroupAssembly(service, metrics, settings)
 
 
-__all__ = ["AssemblySettings", "MemberAssembly", "build_assembly"]
+__all__ = ["MemberAssembly", "build_assembly"]

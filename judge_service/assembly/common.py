@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Literal
 
+from judge_service.config import MemberAssemblySettings
 from judge_service.errors import ConflictError, OverloadedError, ShuttingDownError
 from judge_service.schemas import (
     AnswerResult,
@@ -23,14 +23,6 @@ from judge_service.store.base import KeyedJudgement
 ClosedBy = Literal["size", "deadline", "stored"]
 
 
-@dataclass(frozen=True)
-class AssemblySettings:
-    deadline_s: float = 60.0
-    min_members: int = 2
-    max_open_groups: int = 10_000
-    max_waiting: int = 100_000
-
-
 def shutting_down() -> ShuttingDownError:
     return ShuttingDownError("the service is shutting down; send the member again")
 
@@ -42,26 +34,26 @@ def group_idempotency_key(member: MemberRequest) -> str:
     return f"member-{digest}"
 
 
-def deadline_and_minimum(member: MemberRequest, settings: AssemblySettings) -> tuple[float, int]:
+def deadline_and_minimum(member: MemberRequest, settings: MemberAssemblySettings) -> tuple[float, int]:
     """Seconds from the group's first member to its deadline, and the members it needs to be judged then
     (never more than its size): the member's own values, else the settings'."""
-    deadline_s = member.deadline_s if member.deadline_s is not None else settings.deadline_s
-    min_members = member.min_members if member.min_members is not None else settings.min_members
+    deadline_s = member.deadline_s if member.deadline_s is not None else settings.member_deadline_s
+    min_members = member.min_members if member.min_members is not None else settings.member_min_members
     return deadline_s, min(min_members, member.group_size)
 
 
-def admit_member(settings: AssemblySettings, waiting: int) -> None:
+def admit_member(settings: MemberAssemblySettings, waiting: int) -> None:
     """429 when JUDGE_MEMBER_MAX_WAITING members already wait in this process."""
-    if waiting >= settings.max_waiting:
+    if waiting >= settings.member_max_waiting:
         raise OverloadedError(
             f"{waiting} members wait for their groups (JUDGE_MEMBER_MAX_WAITING); retry later",
             retry_after_s=1,
         )
 
 
-def admit_group(settings: AssemblySettings, open_groups: int) -> None:
+def admit_group(settings: MemberAssemblySettings, open_groups: int) -> None:
     """429 when a new group would pass JUDGE_MEMBER_MAX_OPEN_GROUPS in this process."""
-    if open_groups >= settings.max_open_groups:
+    if open_groups >= settings.member_max_open_groups:
         raise OverloadedError(
             f"{open_groups} groups are open (JUDGE_MEMBER_MAX_OPEN_GROUPS); retry later", retry_after_s=1
         )

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from judge_service.assembly import common
-from judge_service.assembly.common import AssemblySettings, ClosedBy
+from judge_service.assembly.common import ClosedBy
+from judge_service.config import MemberAssemblySettings
 from judge_service.errors import ConflictError
 from judge_service.metrics import JudgeMetrics
 from judge_service.schemas import MemberRequest, MemberResponse
@@ -39,7 +40,9 @@ class _OpenGroup:
 
 
 class GroupAssembly:
-    def __init__(self, service: JudgeService, metrics: JudgeMetrics, settings: AssemblySettings) -> None:
+    def __init__(
+        self, service: JudgeService, metrics: JudgeMetrics, settings: MemberAssemblySettings
+    ) -> None:
         self._service = service
         self._metrics = metrics
         self._settings = settings

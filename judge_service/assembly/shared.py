@@ -27,7 +27,8 @@ import logging
 import time
 
 from judge_service.assembly import common
-from judge_service.assembly.common import AssemblySettings, ClosedBy
+from judge_service.assembly.common import ClosedBy
+from judge_service.config import MemberAssemblySettings
 from judge_service.errors import ConflictError
 from judge_service.metrics import JudgeMetrics
 from judge_service.schemas import MemberRequest, MemberResponse, canonical_json
@@ -45,7 +46,11 @@ PRUNE_EVERY_S = 600.0
 
 class SharedGroupAssembly:
     def __init__(
-        self, service: JudgeService, store: JudgementStore, metrics: JudgeMetrics, settings: AssemblySettings
+        self,
+        service: JudgeService,
+        store: JudgementStore,
+        metrics: JudgeMetrics,
+        settings: MemberAssemblySettings,
     ) -> None:
         self._service = service
         self._store = store

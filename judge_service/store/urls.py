@@ -1,5 +1,5 @@
 """Store URLs (JUDGE_DATABASE_URL): which forms are accepted and what they name. Standard library only, so
-config.py validates a URL without importing the store."""
+config/storage.py validates a URL without importing the store."""
 
 from __future__ import annotations
 

@@ -141,13 +141,13 @@ class ComparisonGrader:
             "model": self._caller.model_name,
             "prompt_version": self._caller.renderer.compare_version(),
             "temperature": s.temperature,
-            "reason_max_chars": s.reason_max_chars,
+            "reason_max_chars": self._caller.reason_max_chars,
             "parse_retries": s.parse_retries,
         }
         if options.reason_language is not None:
             judge["reason_language"] = options.reason_language
-        if s.chat_template_sha256 is not None:
-            judge["chat_template"] = s.chat_template_sha256
+        if self._caller.chat_template_sha256 is not None:
+            judge["chat_template"] = self._caller.chat_template_sha256
         return {
             "compare": judge,
             "comparison": comparison,
@@ -163,7 +163,7 @@ class ComparisonGrader:
             group.reference,
             list(group.answers),
             list(options.criteria),
-            self._caller.settings.reason_max_chars,
+            self._caller.reason_max_chars,
             reason_language_name(options.reason_language, group.conversation_text()),
         )
         match = _Matches(self._caller, content, group.judgement_id)

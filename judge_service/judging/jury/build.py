@@ -20,7 +20,7 @@ from judge_service.config import Settings
 from judge_service.judging.jury.grader import JURY, Juror, JuryGrader
 from judge_service.judging.jury.spec import JurorSpec, parse_jury
 from judge_service.judging.llm.admission import GroupAdmission
-from judge_service.judging.llm.configured import judge_caller
+from judge_service.judging.llm.caller import JudgeCaller
 from judge_service.judging.llm.judge import LLMJudge
 from judge_service.metrics import JudgeMetrics
 
@@ -80,7 +80,7 @@ def build_jury(
             endpoints.append(Endpoint(spec.name, backend, readiness))
         # No admission of its own: the jury holds one slot for the whole group.
         judge = LLMJudge(
-            judge_caller(own, backend, metrics),
+            JudgeCaller.configured(backend, metrics, own, own),
             admission=None,
             metrics=metrics,
             readiness=readiness,

@@ -39,6 +39,7 @@ from judge_service.backends.base import (
 )
 from judge_service.backends.reasoning_split import neutralise_markers
 from judge_service.backends.thinking_profile import ThinkingProfile
+from judge_service.config import JudgingSettings, ThinkingSettings
 from judge_service.errors import InvalidGroupError, JudgeTimeoutError, NotReadyError, PromptTooLongError
 from judge_service.judging.llm.criteria import binary_names
 from judge_service.judging.llm.expected import expected_marks
@@ -66,41 +67,10 @@ from judge_service.schemas import (
     Answer,
     ChatMessage,
     Criterion,
-    Reasons,
-    ScoreFrom,
     Thinking,
     ThinkingAttempt,
     Usage,
 )
-
-
-@dataclass(frozen=True)
-class JudgeSettings:
-    temperature: float = 0.0
-    reason_max_chars: int = 120
-    parse_retries: int = 2
-    deadline_s: float = 300.0
-    shuffle_answers: bool = True  # show answers in a seeded shuffled order (orders.py)
-    decoding: Decoding = "group"  # the default of requests that name none (module docstring)
-    score_from: ScoreFrom = "mark"  # the default of requests that name none (judge.py)
-    reason_words: bool = False  # constrain reasons to words (parser.reason_words_pattern)
-    reason_language: str | None = None  # the default of requests that name none (judge.py)
-    reasons: Reasons = "inline"  # the default of requests that name none (judge.py)
-    reason_sample_rate: float = 0.1  # with reasons "sample": the share of groups with reasons (reasons.py)
-    # Alternatives asked per generated token, for expected marks (expected.py); 0: not asked.
-    mark_logprobs: int = 10
-    # Thinking judges (thinking.py): the defaults of requests that name none, and the limits.
-    thinking: Thinking | None = None
-    reasoning_effort: str | None = None
-    thinking_max_tokens: int = 8192
-    thinking_min_tokens: int = 0
-    store_thinking: bool = True
-    store_thinking_chars: int = 16384
-    chat_template_sha256: str | None = None  # of JUDGE_CHAT_TEMPLATE, which changes every prompt
-    # Rubrics the judge writes (rubric_writer.py): items and extra instructions where a request names none.
-    rubric_items: int = 12
-    rubric_instructions: str | None = None
-
 
 # Why an answer has no expected marks, when the integer marks had to stand in.
 NO_LOGPROBS = "the judge backend returned no log-probabilities"
@@ -158,24 +128,49 @@ async def gather_outcomes(judging: Iterable[Awaitable[JudgeOutcome]]) -> list[Ju
 
 
 class JudgeCaller:
+    """The LLM judge's calls to its backend, under the judging and thinking slices of the settings
+    (`Settings` itself for the service's judge and each juror; the slices alone in tests)."""
+
     def __init__(
         self,
         backend: JudgeBackend,
         renderer: PromptRenderer,
         metrics: JudgeMetrics,
-        settings: JudgeSettings,
+        settings: JudgingSettings,
+        thinking: ThinkingSettings,
     ) -> None:
         self._backend = backend
         self._renderer = renderer
         self._metrics = metrics
         self._settings = settings
+        self._thinking = thinking
+        # The defaults that follow the judge (embedded or chosen) and the chat template's file, resolved
+        # once: the defaults of requests that name none (judge.py), and part of the fingerprint.
+        self.reason_max_chars = settings.resolved_reason_max_chars()
+        self.reason_words = settings.resolved_reason_words()
+        self.decoding: Decoding = settings.resolved_decoding()
+        self.default_thinking = thinking.resolved_thinking()
+        self.chat_template_sha256 = thinking.chat_template_sha256()
+
+    @classmethod
+    def configured(
+        cls,
+        backend: JudgeBackend,
+        metrics: JudgeMetrics,
+        settings: JudgingSettings,
+        thinking: ThinkingSettings,
+    ) -> JudgeCaller:
+        """The caller the settings describe, with their prompt templates: the service's judge (app.py),
+        and each judge of a jury with the settings its entry overrides (judging/jury/build.py)."""
+        renderer = PromptRenderer(settings.resolved_prompts_dir(), settings.prompt_template)
+        return cls(backend, renderer, metrics, settings, thinking)
 
     @property
     def model_name(self) -> str:
         return self._backend.model_name
 
     @property
-    def settings(self) -> JudgeSettings:
+    def settings(self) -> JudgingSettings:
         return self._settings
 
     @property
@@ -187,12 +182,11 @@ class JudgeCaller:
 
     def thinking_mode(self, asked: Thinking | None, effort: str | None) -> ThinkingMode:
         """A request's thinking, checked against the judge (thinking.resolve_thinking)."""
-        s = self._settings
         return resolve_thinking(
             asked,
             effort,
-            default=s.thinking,
-            default_effort=s.reasoning_effort,
+            default=self.default_thinking,
+            default_effort=self._thinking.reasoning_effort,
             profile=self.thinking_profile,
             model=self.model_name,
         )
@@ -250,18 +244,24 @@ class JudgeCaller:
         `alone`: an answer (a canary) that the per-answer decoding shows only in its own prompt, so the
         other answers are marked as if it were not there; one group prompt shows it to all.
         `reasons`: False asks for marks only (parser.py)."""
-        s = self._settings
         names = [c.name for c in criteria]
         binary = binary_names(criteria)
         ids = [a.id for a in answers]
         profile = self._backend.thinking_profile
         if profile is not None and profile.thinks:
             conversation, reference, answers = _without_markers(conversation, reference, answers, profile)
-        group = GroupContent(conversation, reference, answers, criteria, s.reason_max_chars, reason_language)
+        group = GroupContent(
+            conversation, reference, answers, criteria, self.reason_max_chars, reason_language
+        )
         if decoding == "group":
             prompt = self._renderer.render(group, reasons=reasons)
             schema = output_schema(
-                ids, names, s.reason_max_chars, reason_words=s.reason_words, reasons=reasons, binary=binary
+                ids,
+                names,
+                self.reason_max_chars,
+                reason_words=self.reason_words,
+                reasons=reasons,
+                binary=binary,
             )
             call = await self._call(
                 prompt, schema, ids, len(names), request_id, group_id, None, thinking, reasons, binary
@@ -275,7 +275,7 @@ class JudgeCaller:
                 prompt if i == alone else next(without) for prompt, i in zip(prompts, ids, strict=True)
             ]
         schema = answer_schema(
-            names, s.reason_max_chars, reason_words=s.reason_words, reasons=reasons, binary=binary
+            names, self.reason_max_chars, reason_words=self.reason_words, reasons=reasons, binary=binary
         )
         return list(
             await asyncio.gather(
@@ -312,14 +312,16 @@ class JudgeCaller:
     ) -> JudgeCall:
         s = self._settings
         n_answers = len(answer_ids)
-        usual = max_output_tokens(n_answers, n_criteria, s.reason_max_chars, reasons=reasons)
+        usual = max_output_tokens(n_answers, n_criteria, self.reason_max_chars, reasons=reasons)
         reply_tokens = max_output_tokens(
-            n_answers, n_criteria, s.reason_max_chars, chars_per_token=1, reasons=reasons
+            n_answers, n_criteria, self.reason_max_chars, chars_per_token=1, reasons=reasons
         )
         # Thinking tokens count inside max_tokens: a budget must fit whole; `on` gets what is left of its cap.
         reserved = thinking.budget or 0
-        thinks = thinking.call(s.thinking_min_tokens)
-        max_tokens = reply_tokens + (thinking.budget or (s.thinking_max_tokens if thinking.enabled else 0))
+        thinks = thinking.call(self._thinking.thinking_min_tokens)
+        max_tokens = reply_tokens + (
+            thinking.budget or (self._thinking.thinking_max_tokens if thinking.enabled else 0)
+        )
         limit = self._backend.max_context_tokens
         if limit is not None:
             prompt_tokens = await self._backend.count_prompt_tokens(prompt.messages, thinks)
@@ -388,7 +390,7 @@ class JudgeCaller:
         thinking = call.request.thinking
         truncated_once = False
         try:
-            async with asyncio.timeout(s.deadline_s):
+            async with asyncio.timeout(s.group_deadline_s):
                 # Invalid replies use up parse_retries; a truncated thinking gets its one retry on top.
                 invalid_left, attempt, retry_reason = s.parse_retries, 0, None
                 while True:
@@ -432,10 +434,10 @@ class JudgeCaller:
         except TimeoutError as exc:
             if best is None:
                 raise JudgeTimeoutError(
-                    f"the judge did not answer within the group deadline of {s.deadline_s:g} s",
-                    details={"deadline_s": s.deadline_s, "attempts": outcome.usage.judge_calls},
+                    f"the judge did not answer within the group deadline of {s.group_deadline_s:g} s",
+                    details={"deadline_s": s.group_deadline_s, "attempts": outcome.usage.judge_calls},
                 ) from exc
-            best.notes.append(f"retries stopped by the group deadline of {s.deadline_s:g} s")
+            best.notes.append(f"retries stopped by the group deadline of {s.group_deadline_s:g} s")
         outcome.judge_ms = (time.perf_counter() - started) * 1000
         if best is not None and best_reply is not None:
             outcome.no_expected = self._add_expected(best, best_reply, call)
@@ -454,14 +456,13 @@ class JudgeCaller:
 
     def parse(self, text: str, call: JudgeCall, criteria: list[str]) -> ParsedJudgement:
         """A reply to `call`, as the call asked for it (one answer or many; with reasons or marks only)."""
-        limit, reasons, binary = self._settings.reason_max_chars, call.reasons, call.binary
+        limit, reasons, binary = self.reason_max_chars, call.reasons, call.binary
         if call.per_answer:
             return parse_answer(text, call.answer_ids[0], criteria, limit, reasons=reasons, binary=binary)
         return parse_judgement(text, list(call.answer_ids), criteria, limit, reasons=reasons, binary=binary)
 
     def _count_reply(self, reply: Generation, outcome: JudgeOutcome, thinking: ThinkingCall) -> None:
         """One attempt into the outcome's raw outputs, thinking records and usage, and the metrics."""
-        s = self._settings
         self._metrics.judge_replies.inc()
         outcome.raw_outputs.append(reply.text)
         outcome.usage.prompt_tokens += reply.prompt_tokens
@@ -469,7 +470,12 @@ class JudgeCaller:
         outcome.usage.judge_calls += 1
         if not (thinking.enabled or reply.reasoning is not None or reply.misrouted):
             return
-        record = attempt_record(reply, thinking, keep_text=s.store_thinking, max_chars=s.store_thinking_chars)
+        record = attempt_record(
+            reply,
+            thinking,
+            keep_text=self._thinking.store_thinking,
+            max_chars=self._thinking.store_thinking_chars,
+        )
         outcome.thinking.append(record)
         outcome.usage.reasoning_tokens += reply.reasoning_tokens or 0
         mode = "budget" if thinking.budget is not None else "on"

@@ -117,8 +117,8 @@ async def compare(
     request = GenerationRequest(
         messages=prompt.messages,
         # Worst case: a reason at a token per character, and a few tokens per criterion.
-        max_tokens=s.reason_max_chars + 16 * len(criteria) + 32,
-        json_schema=verdict_schema(criteria, s.reason_max_chars),
+        max_tokens=caller.reason_max_chars + 16 * len(criteria) + 32,
+        json_schema=verdict_schema(criteria, caller.reason_max_chars),
         temperature=s.temperature,
         seed=0,
         request_id=request_id,
@@ -128,7 +128,7 @@ async def compare(
     started = time.perf_counter()
     problem = "no reply"
     try:
-        async with asyncio.timeout(s.deadline_s):
+        async with asyncio.timeout(s.group_deadline_s):
             for attempt in range(s.parse_retries + 1):
                 reply = await caller.generate(replace(request, request_id=f"{request_id}-{attempt}"))
                 done.calls += 1
@@ -141,7 +141,7 @@ async def compare(
                     done.preference = round(preference_for_second(verdict, criteria), 6)
                     break
     except TimeoutError:
-        problem = f"no verdict within the group deadline of {s.deadline_s:g} s"
+        problem = f"no verdict within the group deadline of {s.group_deadline_s:g} s"
     except JudgeServiceError as exc:  # the engine's own failure (not ready, overloaded, gone)
         problem = f"the judge failed the comparison: {exc.message}"
         done.failure = exc

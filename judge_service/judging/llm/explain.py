@@ -71,7 +71,7 @@ async def explain_marks(
     )
     wanted = [c for c in calls if any(a in marks and a != _id(canary) for a in c.answer_ids)]
     usage = Usage()
-    deadline = caller.settings.deadline_s
+    deadline = caller.settings.group_deadline_s
     try:
         async with asyncio.timeout(deadline):
             replies = await asyncio.gather(
@@ -173,13 +173,13 @@ async def _explain_call(
         reply_marks: Any = {name: marks[marked[0]][name] for name in names}
     else:
         reply_marks = {a: {name: marks[a][name] for name in names} for a in marked}
-    question = caller.renderer.render_explain(None if call.per_answer else explained, s.reason_max_chars)
+    question = caller.renderer.render_explain(None if call.per_answer else explained, caller.reason_max_chars)
     messages = [
         *call.request.messages,
         {"role": "assistant", "content": json.dumps(reply_marks, separators=(",", ":"))},
         {"role": "user", "content": question},
     ]
-    reason = reason_schema(s.reason_max_chars, reason_words=s.reason_words)
+    reason = reason_schema(caller.reason_max_chars, reason_words=caller.reason_words)
     schema = object_of(names, reason)
     if not call.per_answer:
         schema = object_of(explained, schema)
@@ -187,7 +187,7 @@ async def _explain_call(
         call.request,
         messages=messages,
         json_schema=schema,
-        max_tokens=max_output_tokens(len(explained), len(names), s.reason_max_chars, chars_per_token=1),
+        max_tokens=max_output_tokens(len(explained), len(names), caller.reason_max_chars, chars_per_token=1),
         top_logprobs=0,
         thinking=THINKING_OFF,
     )
@@ -198,7 +198,9 @@ async def _explain_call(
         usage.prompt_tokens += reply.prompt_tokens
         usage.completion_tokens += reply.completion_tokens
         usage.judge_calls += 1
-        found, failures = _parse_reasons(reply.text, explained, names, call.per_answer, s.reason_max_chars)
+        found, failures = _parse_reasons(
+            reply.text, explained, names, call.per_answer, caller.reason_max_chars
+        )
         if not failures:
             return found, {}
     return found, failures

@@ -23,11 +23,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from judge_service.backends.readiness import Readiness
+from judge_service.config import JudgingSettings
 from judge_service.errors import InvalidGroupError, JudgeServiceError
 from judge_service.judging.base import AnswerGrade, Group, GroupGrades, ModelRun
 from judge_service.judging.language import reason_language_name
 from judge_service.judging.llm.admission import GroupAdmission
-from judge_service.judging.llm.caller import JudgeCaller, JudgeOutcome, JudgeSettings
+from judge_service.judging.llm.caller import JudgeCaller, JudgeOutcome
 from judge_service.judging.llm.criteria import Weighing, criterion_config, resolve_criteria
 from judge_service.judging.llm.explain import explain_marks
 from judge_service.judging.llm.orders import (
@@ -116,12 +117,12 @@ class LLMJudge:
         return self._caller.model_name
 
     @property
-    def settings(self) -> JudgeSettings:
+    def settings(self) -> JudgingSettings:
         return self._caller.settings
 
     def options(self, request: JudgeRequest) -> JudgeOptions:
         s = self._caller.settings
-        decoding = request.decoding or s.decoding
+        decoding = request.decoding or self._caller.decoding
         self._caller.check_decoding(decoding)
         reasons = request.reasons or s.reasons
         if reasons != "inline":
@@ -187,7 +188,7 @@ class LLMJudge:
                 options.decoding, checklist=is_checklist(options.criteria)
             ),
             "temperature": s.temperature,
-            "reason_max_chars": s.reason_max_chars,
+            "reason_max_chars": self._caller.reason_max_chars,
             "parse_retries": s.parse_retries,
             "shuffle_answers": s.shuffle_answers,
         }
@@ -195,7 +196,7 @@ class LLMJudge:
         # options existed still match (fingerprint.py).
         if options.decoding != "group":
             judge["decoding"] = options.decoding
-        if s.reason_words:
+        if self._caller.reason_words:
             judge["reason_words"] = True
         if options.score_from != "mark":
             judge["score_from"] = options.score_from
@@ -209,8 +210,8 @@ class LLMJudge:
         thinking = options.thinking.config()
         if thinking is not None:
             judge["thinking"] = thinking
-        if s.chat_template_sha256 is not None:
-            judge["chat_template"] = s.chat_template_sha256
+        if self._caller.chat_template_sha256 is not None:
+            judge["chat_template"] = self._caller.chat_template_sha256
         if options.rubric is not None:  # a rubric per prompt: how it is made, not each prompt's items
             return {"judge": judge, "orders": options.orders, "rubric": options.rubric}
         criteria = [criterion_config(c) for c in options.criteria]

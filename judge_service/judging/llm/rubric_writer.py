@@ -120,7 +120,7 @@ async def write_rubric(
     request = GenerationRequest(
         messages=prompt.messages,
         max_tokens=max_tokens,
-        json_schema=rubric_schema(items, words=s.reason_words),
+        json_schema=rubric_schema(items, words=caller.reason_words),
         temperature=s.temperature,
         seed=0,
         request_id=request_id,
@@ -129,7 +129,7 @@ async def write_rubric(
     )
     why = "no reply"
     try:
-        async with asyncio.timeout(s.deadline_s):
+        async with asyncio.timeout(s.group_deadline_s):
             for attempt in range(s.parse_retries + 1):
                 reply = await caller.generate(replace(request, request_id=f"{request_id}-{attempt}"))
                 written.raw_outputs.append(reply.text)
@@ -143,8 +143,8 @@ async def write_rubric(
                 why = problem
     except TimeoutError as exc:
         raise JudgeTimeoutError(
-            f"the judge did not write the rubric within the deadline of {s.deadline_s:g} s",
-            details={"deadline_s": s.deadline_s},
+            f"the judge did not write the rubric within the deadline of {s.group_deadline_s:g} s",
+            details={"deadline_s": s.group_deadline_s},
         ) from exc
     raise RubricWriteError(
         f"the judge wrote no valid rubric in {written.usage.judge_calls} attempts (last: {why})",

@@ -12,10 +12,10 @@ import pytest
 
 from judge_service.backends.fake import FakeBackend
 from judge_service.backends.readiness import Readiness
-from judge_service.config import PACKAGED_PROMPTS
+from judge_service.config import PACKAGED_PROMPTS, JudgingSettings, ThinkingSettings
 from judge_service.judging.base import AnswerGrade, Group, GroupGrades
 from judge_service.judging.llm.admission import GroupAdmission
-from judge_service.judging.llm.caller import JudgeCaller, JudgeSettings
+from judge_service.judging.llm.caller import JudgeCaller
 from judge_service.judging.llm.judge import LLMJudge
 from judge_service.judging.llm.prompt import PromptRenderer
 from judge_service.judging.registry import GraderRegistry
@@ -53,7 +53,11 @@ class ShortestFirst:
 
 def llm_judge(metrics: JudgeMetrics) -> LLMJudge:
     caller = JudgeCaller(
-        FakeBackend(), PromptRenderer(PACKAGED_PROMPTS, "judge_group"), metrics, JudgeSettings()
+        FakeBackend(),
+        PromptRenderer(PACKAGED_PROMPTS, "judge_group"),
+        metrics,
+        JudgingSettings(),
+        ThinkingSettings(),
     )
     readiness = Readiness(metrics, backend="fake")
     readiness.set_ready()

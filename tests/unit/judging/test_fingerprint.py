@@ -10,11 +10,11 @@ from hypothesis import assume, given, settings
 from judge_service.backends.fake import FakeBackend, fake_thinking_profile
 from judge_service.backends.readiness import Readiness
 from judge_service.backends.thinking_profile import ThinkingProfile
-from judge_service.config import PACKAGED_PROMPTS
+from judge_service.config import PACKAGED_PROMPTS, JudgingSettings, ThinkingSettings
 from judge_service.errors import InvalidGroupError
 from judge_service.judging.fingerprint import grader_fingerprint
 from judge_service.judging.llm.admission import GroupAdmission
-from judge_service.judging.llm.caller import JudgeCaller, JudgeSettings
+from judge_service.judging.llm.caller import JudgeCaller
 from judge_service.judging.llm.judge import LLMJudge
 from judge_service.judging.llm.prompt import PromptRenderer
 from judge_service.judging.registry import GraderRegistry
@@ -30,7 +30,7 @@ def judge(model: str = "fake-judge", *, thinking: ThinkingProfile | None = None,
     renderer = PromptRenderer(PROMPTS, "judge_group")
     metrics = JudgeMetrics()
     backend = FakeBackend(model_name=model, **({} if thinking is None else {"thinking": thinking}))
-    caller = JudgeCaller(backend, renderer, metrics, JudgeSettings(**settings))
+    caller = JudgeCaller(backend, renderer, metrics, JudgingSettings(**settings), ThinkingSettings())
     return LLMJudge(
         caller,
         admission=GroupAdmission(1, 1, metrics),

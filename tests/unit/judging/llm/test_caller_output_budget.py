@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from judge_service.backends.fake import FakeBackend
-from judge_service.config import PACKAGED_PROMPTS
+from judge_service.config import PACKAGED_PROMPTS, JudgingSettings, ThinkingSettings
 from judge_service.errors import PromptTooLongError
-from judge_service.judging.llm.caller import JudgeCaller, JudgeSettings
+from judge_service.judging.llm.caller import JudgeCaller
 from judge_service.judging.llm.criteria import DEFAULT_CRITERIA
 from judge_service.judging.llm.parser import max_output_tokens
 from judge_service.judging.llm.prompt import PromptRenderer
@@ -25,7 +25,8 @@ async def prepared_max_tokens(context: int | None) -> int:
         FakeBackend(max_context_tokens=context),
         PromptRenderer(PROMPTS, "judge_group"),
         JudgeMetrics(),
-        JudgeSettings(reason_max_chars=CHARS),
+        JudgingSettings(reason_max_chars=CHARS),
+        ThinkingSettings(),
     )
     calls = await judge.prepare(
         conversation=[ChatMessage(role="user", content="2+2?")],
