@@ -61,6 +61,12 @@ class DeadlineProtocol(HttpToolsProtocol):
         self._wait(None)
         super().connection_lost(exc)
 
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        # A pipelined request waited behind this one without its clock running: it starts now.
+        if self._waiting is not None and not self.transport.is_closing():
+            self._wait(self._pending())
+
     def _pending(self) -> str | None:
         """What of the newest request has not arrived: its headers, its body, or nothing. Read from the
         parser's state: on_message_begin starts a new headers list, on_headers_complete a cycle on it,
