@@ -105,6 +105,10 @@ async def setup(run: Run) -> AsyncIterator[Engines]:
     with workdir(NAME) as tmp:
         # The group decoding: one request a group, whose reply the completeness check reads.
         settings = bench_settings(tmp, reason_max_chars=args.reason_chars, parse_retries=0, decoding="group")
+        # Each engine's start reads the model's config with transformers in a thread of its own; two first
+        # imports racing there fail ("cannot import name 'AutoConfig'"), so the import is done here first.
+        from transformers import AutoConfig, AutoTokenizer  # noqa: F401
+
         started = time.perf_counter()
         cached, uncached = await asyncio.gather(
             start_engine(settings),
