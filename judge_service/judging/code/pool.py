@@ -148,6 +148,14 @@ def _escaped(match: re.Match[str]) -> str:
     return f"\\x{ord(match.group()):02x}"
 
 
+class _Refused(Exception):
+    """A describe or check the worker could not answer (`lost`: the worker is gone) or said no to."""
+
+    def __init__(self, message: str, *, lost: bool) -> None:
+        super().__init__(message)
+        self.lost = lost
+
+
 class ReplyTooLarge(Exception):
     """The worker announced a reply over MAX_REPLY_BYTES; it is not read, and the worker is lost."""
 
@@ -269,38 +277,38 @@ class WorkerPool:
     ) -> dict[str, Any]:
         """Import the grader in a worker of its own: its source hash, version and whether it is async.
         LookupError with the worker's message when it cannot be loaded. The worker stays, warm."""
-        binding = Binding.of(target, limits)
-        worker = await self._acquire(binding)
         try:
-            await worker.send({"op": "describe", "target": target})
-            reply = await worker.receive(timeout_s)
-        except BaseException as exc:  # its state is unknown: never back in the pool
-            await asyncio.shield(self._lose(worker))
-            if isinstance(exc, TimeoutError | WorkerLost | ReplyTooLarge):
-                raise LookupError(f"loading the grader failed: {exc or 'timed out'}") from exc
-            raise
-        self._release(worker)
-        if not reply["ok"]:
-            raise LookupError(reply["message"])
-        return reply
+            return await self._ask("describe", target, limits, timeout_s)
+        except _Refused as exc:
+            raise LookupError(f"loading the grader failed: {exc}" if exc.lost else str(exc)) from exc
 
     async def check(self, source: str, limits: WorkerLimits, timeout_s: float = 10.0) -> None:
         """Compile inline source in a worker, never running it (the compiler is slow and deep-recursive
         on hostile source: not on the event loop). SyntaxError saying what and where when it does not
         compile."""
-        target = {"source": source}
+        try:
+            await self._ask("check", {"source": source}, limits, timeout_s)
+        except _Refused as exc:
+            raise SyntaxError(f"checking the source failed: {exc}" if exc.lost else str(exc)) from exc
+
+    async def _ask(
+        self, op: str, target: dict[str, str], limits: WorkerLimits, timeout_s: float
+    ) -> dict[str, Any]:
+        """One request and its reply on a worker of the target's; _Refused when the worker says no, or
+        was lost (timed out, died, or answered outside the protocol)."""
         worker = await self._acquire(Binding.of(target, limits))
         try:
-            await worker.send({"op": "check", "target": target})
+            await worker.send({"op": op, "target": target})
             reply = await worker.receive(timeout_s)
         except BaseException as exc:  # its state is unknown: never back in the pool
             await asyncio.shield(self._lose(worker))
             if isinstance(exc, TimeoutError | WorkerLost | ReplyTooLarge):
-                raise SyntaxError(f"checking the source failed: {exc or 'timed out'}") from exc
+                raise _Refused(str(exc) or "timed out", lost=True) from exc
             raise
         self._release(worker)
         if not reply["ok"]:
-            raise SyntaxError(reply["message"])
+            raise _Refused(reply["message"], lost=False)
+        return reply
 
     async def call(
         self,
