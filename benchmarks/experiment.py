@@ -272,8 +272,13 @@ class Experiment(Sweep):
 
     def module(self) -> ModuleType | None:
         """The module that declares the experiment."""
-        for module in list(sys.modules.values()):
-            found = [getattr(module, "EXPERIMENT", None), *getattr(module, "EXPERIMENTS", ())]
+        # Only the benchmark modules: some installed packages answer every attribute (lazy namespaces),
+        # so asking all of sys.modules for EXPERIMENTS finds objects that are not experiments at all.
+        for name, module in list(sys.modules.items()):
+            if name != "__main__" and name.split(".", 1)[0] != __name__.split(".", 1)[0]:
+                continue
+            many = getattr(module, "EXPERIMENTS", ())
+            found = [getattr(module, "EXPERIMENT", None), *(many if isinstance(many, list | tuple) else ())]
             if any(e is self for e in found):
                 return module
         return None
