@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 SERVE_STAMP := $(VENV)/.installed-serve
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: install install-dev serve test test-unit test-engine lint bench-rules
+.PHONY: install install-dev serve test test-unit test-engine lint
 
 $(SERVE_STAMP): pyproject.toml scripts/install.sh
 	bash scripts/install.sh $(VENV)

@@ -85,10 +85,6 @@ class GraderRegistry:
         return cls([*graders, *(PerAnswerGrader(rule) for rule in RULE_GRADERS.values())])
 
     @property
-    def single_names(self) -> tuple[str, ...]:
-        return tuple(self._graders)
-
-    @property
     def names(self) -> tuple[str, ...]:
         return (*self._graders, *self._blends)
 
