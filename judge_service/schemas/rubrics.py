@@ -32,7 +32,7 @@ MIN_RUBRIC_ITEMS = 3
 Scale = Literal["1-5", "binary"]
 CriterionKind = Literal["essential", "important", "optional", "pitfall"]
 # Weights by kind where a criterion names no weight ("Rubrics as Rewards"): a pitfall that is met lowers
-# the answer's score by its weight (judging/llm/criteria.py, answer_score).
+# the answer's score by its weight (judging/llm/scoring.py, Weighing).
 KIND_WEIGHTS: dict[str, float] = {"essential": 1.0, "important": 0.7, "optional": 0.3, "pitfall": 0.9}
 MAX_CRITERIA = 20  # a checklist rubric's items (docs/rubrics.md); four default criteria
 

@@ -79,6 +79,26 @@ NOT_LOCATED = "the mark's token was not found among the judge's log-probabilitie
 
 
 @dataclass(frozen=True)
+class OrderPlan:
+    """What one answer order's judge call(s) are rendered from: the group's content in the order shown,
+    and how the judge is asked (decoding, reason language, thinking, reasons or marks only)."""
+
+    conversation: list[ChatMessage]
+    reference: str
+    answers: list[Answer]  # in the order the judge sees them
+    criteria: list[Criterion]
+    request_id: str
+    group_id: str | None = None
+    decoding: Decoding = "group"
+    reason_language: str | None = None  # a language's name, written into the prompt
+    thinking: ThinkingMode = OFF
+    # An answer (a canary) that the per-answer decoding shows only in its own prompt, so the other
+    # answers are marked as if it were not there; one group prompt shows it to all.
+    alone: str | None = None
+    reasons: bool = True  # False asks for marks only (parser.py)
+
+
+@dataclass(frozen=True)
 class JudgeCall:
     """One engine request of an order and the answers its reply marks (all shown, or the one)."""
 
@@ -224,36 +244,22 @@ class JudgeCaller:
                 details={"reasons": "none", "decoding": decoding},
             ) from None
 
-    async def prepare(
-        self,
-        *,
-        conversation: list[ChatMessage],
-        reference: str,
-        answers: list[Answer],
-        criteria: list[Criterion],
-        request_id: str,
-        group_id: str | None = None,
-        decoding: Decoding = "group",
-        reason_language: str | None = None,
-        thinking: ThinkingMode = OFF,
-        alone: str | None = None,
-        reasons: bool = True,
-    ) -> list[JudgeCall]:
-        """Render one order's call(s) and check each fits the judge's context window (before queueing).
-
-        `alone`: an answer (a canary) that the per-answer decoding shows only in its own prompt, so the
-        other answers are marked as if it were not there; one group prompt shows it to all.
-        `reasons`: False asks for marks only (parser.py)."""
-        names = [c.name for c in criteria]
-        binary = binary_names(criteria)
+    async def prepare(self, plan: OrderPlan) -> list[JudgeCall]:
+        """Render one order's call(s) and check each fits the judge's context window (before queueing)."""
+        criteria = plan.criteria
+        answers = plan.answers
+        conversation, reference = plan.conversation, plan.reference
         ids = [a.id for a in answers]
         profile = self._backend.thinking_profile
         if profile is not None and profile.thinks:
             conversation, reference, answers = _without_markers(conversation, reference, answers, profile)
         group = GroupContent(
-            conversation, reference, answers, criteria, self.reason_max_chars, reason_language
+            conversation, reference, answers, criteria, self.reason_max_chars, plan.reason_language
         )
-        if decoding == "group":
+        names = [c.name for c in criteria]
+        binary = binary_names(criteria)
+        reasons = plan.reasons
+        if plan.decoding == "group":
             prompt = self._renderer.render(group, reasons=reasons)
             schema = output_schema(
                 ids,
@@ -263,16 +269,13 @@ class JudgeCaller:
                 reasons=reasons,
                 binary=binary,
             )
-            call = await self._call(
-                prompt, schema, ids, len(names), request_id, group_id, None, thinking, reasons, binary
-            )
-            return [call]
+            return [await self._call(plan, prompt, schema, ids, plan.request_id)]
         prompts = self._renderer.render_per_answer(group, reasons=reasons)
-        if alone is not None:
-            others = replace(group, answers=[a for a in answers if a.id != alone])
+        if plan.alone is not None:
+            others = replace(group, answers=[a for a in answers if a.id != plan.alone])
             without = iter(self._renderer.render_per_answer(others, reasons=reasons))
             prompts = [
-                prompt if i == alone else next(without) for prompt, i in zip(prompts, ids, strict=True)
+                prompt if i == plan.alone else next(without) for prompt, i in zip(prompts, ids, strict=True)
             ]
         schema = answer_schema(
             names, self.reason_max_chars, reason_words=self.reason_words, reasons=reasons, binary=binary
@@ -280,18 +283,7 @@ class JudgeCaller:
         return list(
             await asyncio.gather(
                 *(
-                    self._call(
-                        prompt,
-                        schema,
-                        [answer_id],
-                        len(names),
-                        f"{request_id}-a{k}",
-                        group_id,
-                        answer_id,
-                        thinking,
-                        reasons,
-                        binary,
-                    )
+                    self._call(plan, prompt, schema, [answer_id], f"{plan.request_id}-a{k}", answer_id)
                     for k, (prompt, answer_id) in enumerate(zip(prompts, ids, strict=True))
                 )
             )
@@ -299,18 +291,16 @@ class JudgeCaller:
 
     async def _call(
         self,
+        plan: OrderPlan,
         prompt: RenderedPrompt,
         schema: dict[str, object],
         answer_ids: list[str],
-        n_criteria: int,
         request_id: str,
-        group_id: str | None,
-        answer_id: str | None,
-        thinking: ThinkingMode,
-        reasons: bool = True,
-        binary: frozenset[str] = frozenset(),
+        answer_id: str | None = None,
     ) -> JudgeCall:
+        """One engine request: `answer_id` set where the prompt shows that answer alone."""
         s = self._settings
+        thinking, reasons, n_criteria = plan.thinking, plan.reasons, len(plan.criteria)
         n_answers = len(answer_ids)
         usual = max_output_tokens(n_answers, n_criteria, self.reason_max_chars, reasons=reasons)
         reply_tokens = max_output_tokens(
@@ -350,11 +340,12 @@ class JudgeCaller:
             temperature=s.temperature,
             seed=0,
             request_id=request_id,
-            group_id=group_id,
+            group_id=plan.group_id,
             answer_id=answer_id,
             top_logprobs=s.mark_logprobs,
             thinking=thinks,
         )
+        binary = binary_names(plan.criteria)
         per_answer = answer_id is not None
         return JudgeCall(request, tuple(answer_ids), per_answer=per_answer, reasons=reasons, binary=binary)
 

@@ -1,14 +1,13 @@
-"""The default rubric (used when a request names no criteria), and how criteria become scores.
+"""The default rubric (used when a request names no criteria), and criteria as fingerprints hash them.
 
 Criteria are on a 1-5 scale (a mark) or binary (a checklist item, met or not; docs/rubrics.md). A
 checklist item's `kind` (essential, important, optional, pitfall) sets its default weight; a pitfall
-describes a mistake, and being met lowers the answer's score (answer_score).
+describes a mistake, and being met lowers the answer's score (scoring.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 from judge_service.schemas import Criterion
 
@@ -42,45 +41,6 @@ DEFAULT_CRITERIA: tuple[Criterion, ...] = (
 
 def resolve_criteria(criteria: list[Criterion] | None) -> list[Criterion]:
     return list(criteria) if criteria else list(DEFAULT_CRITERIA)
-
-
-def scaled(criterion: Criterion, value: float) -> float:
-    """A mark (or expected mark) as a 0-1 score: (mark - 1) / 4 on 1-5; a binary item's value (1 met,
-    0 not, or the probability of met) as it is."""
-    return scaled_value(criterion.binary, value)
-
-
-def scaled_value(binary: bool, value: float) -> float:
-    """`scaled` for a criterion known to be a checklist item (`binary`) or not."""
-    return value if binary else (value - 1) / 4
-
-
-def answer_score(scores: Mapping[str, float], criteria: Sequence[Criterion]) -> float:
-    """An answer's overall score from its criterion scores: the weighted mean over the criteria that are
-    not pitfalls, less each pitfall's weight times its score (how surely it was met), relative to the same
-    total weight; clipped to 0-1 ("Rubrics as Rewards", explicit aggregation). Without pitfalls: the
-    plain weighted mean, as before checklists existed."""
-    return Weighing.of(criteria).score(scores)
-
-
-@dataclass(frozen=True)
-class Weighing:
-    """A rubric's weights as answer_score reads them, worked out once for a group's answers."""
-
-    positive: tuple[tuple[str, float], ...]  # (name, weight) of the criteria that are not pitfalls
-    pitfalls: tuple[tuple[str, float], ...]
-    total: float
-
-    @classmethod
-    def of(cls, criteria: Sequence[Criterion]) -> Weighing:
-        positive = tuple((c.name, c.effective_weight) for c in criteria if not c.pitfall)
-        pitfalls = tuple((c.name, c.effective_weight) for c in criteria if c.pitfall)
-        return cls(positive, pitfalls, sum(weight for _, weight in positive))
-
-    def score(self, scores: Mapping[str, float]) -> float:
-        gained = sum(scores[name] * weight for name, weight in self.positive)
-        lost = sum(scores[name] * weight for name, weight in self.pitfalls)
-        return min(1.0, max(0.0, (gained - lost) / self.total))
 
 
 def criterion_config(criterion: Criterion) -> dict[str, object]:

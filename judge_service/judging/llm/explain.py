@@ -25,7 +25,7 @@ from judge_service.backends.base import THINKING_OFF
 from judge_service.errors import ConflictError, JudgeTimeoutError
 from judge_service.judging.base import Group
 from judge_service.judging.json_text import extract_json
-from judge_service.judging.llm.caller import JudgeCall, JudgeCaller
+from judge_service.judging.llm.caller import JudgeCall, JudgeCaller, OrderPlan
 from judge_service.judging.llm.criteria import resolve_criteria
 from judge_service.judging.llm.parser import max_output_tokens, object_of, reason_schema
 from judge_service.judging.llm.prompt import is_checklist
@@ -57,7 +57,7 @@ async def explain_marks(
     shown = {a.id: a for a in [*request.answers, *([canary] if canary is not None else [])]}
     if canary is not None and stored.canaries and stored.canaries[0].criteria:
         marks[canary.id] = {name: _given(m) for name, m in stored.canaries[0].criteria.items()}
-    calls = await caller.prepare(
+    plan = OrderPlan(
         conversation=list(request.conversation),
         reference=request.reference,
         answers=[shown[answer_id] for answer_id in order],
@@ -69,6 +69,7 @@ async def explain_marks(
         alone=None if canary is None else canary.id,
         reasons=False,
     )
+    calls = await caller.prepare(plan)
     wanted = [c for c in calls if any(a in marks and a != _id(canary) for a in c.answer_ids)]
     usage = Usage()
     deadline = caller.settings.group_deadline_s

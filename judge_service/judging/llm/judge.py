@@ -2,12 +2,8 @@
 
 For one group: check the judge is ready, pick the answer order(s) (orders.py), render and fit the
 prompt(s) for each in the request's decoding (caller.py), wait for an admission slot (admission.py),
-judge every order with retries and combine them, then turn the marks into each answer's grade: the
-weighted mean of its criterion scores, or unscored with the judge's reason, never 0.
-
-A criterion's score is (mark - 1) / 4 from the integer mark, or with `score_from: expected` from the
-expected mark (expected.py), which breaks the integer marks' ties; where the backend gave no
-log-probabilities the integer mark stands in and the answer's explanation says so.
+judge every order with retries and combine them, then turn the marks into each answer's grade
+(scoring.py: the weighted mean of its criterion scores, or unscored with the judge's reason, never 0).
 
 Reasons (`reasons`): the judge writes a reason before each mark ("inline"), or marks only ("none"; the
 reasons can be written afterwards, explain.py), or inline for a share of groups drawn by judgement id
@@ -25,23 +21,17 @@ from typing import Any
 from judge_service.backends.readiness import Readiness
 from judge_service.config import JudgingSettings
 from judge_service.errors import InvalidGroupError, JudgeServiceError
-from judge_service.judging.base import AnswerGrade, Group, GroupGrades, ModelRun
+from judge_service.judging.base import Group, GroupGrades, ModelRun
 from judge_service.judging.language import reason_language_name
 from judge_service.judging.llm.admission import GroupAdmission
-from judge_service.judging.llm.caller import JudgeCaller, JudgeOutcome
-from judge_service.judging.llm.criteria import Weighing, criterion_config, resolve_criteria
+from judge_service.judging.llm.caller import JudgeCaller, OrderPlan
+from judge_service.judging.llm.criteria import criterion_config, resolve_criteria
 from judge_service.judging.llm.explain import explain_marks
-from judge_service.judging.llm.orders import (
-    criterion_score,
-    judge_in_orders,
-    order_seed,
-    order_sensitivity,
-    shown_orders,
-)
-from judge_service.judging.llm.parser import Mark
+from judge_service.judging.llm.orders import judge_in_orders, order_seed, shown_orders
 from judge_service.judging.llm.prompt import is_checklist
 from judge_service.judging.llm.reasons import writes_reasons
 from judge_service.judging.llm.rubric_writer import WrittenRubric, write_rubric
+from judge_service.judging.llm.scoring import Scoring, order_sensitivity
 from judge_service.judging.llm.thinking import OFF, ThinkingMode
 from judge_service.metrics import JudgeMetrics
 from judge_service.schemas import (
@@ -248,17 +238,19 @@ class LLMJudge:
         inline = writes_reasons(options.reasons, group.judgement_id, self._caller.settings.reason_sample_rate)
         prepared = [
             await self._caller.prepare(
-                conversation=list(group.conversation),
-                reference=group.reference,
-                answers=[by_id[answer_id] for answer_id in order],
-                criteria=criteria,
-                request_id=group.judgement_id if i == 0 else f"{group.judgement_id}-o{i}",
-                group_id=group.judgement_id,
-                decoding=options.decoding,
-                reason_language=reason_language,
-                thinking=options.thinking,
-                alone=None if group.canary is None else group.canary.id,
-                reasons=inline,
+                OrderPlan(
+                    conversation=list(group.conversation),
+                    reference=group.reference,
+                    answers=[by_id[answer_id] for answer_id in order],
+                    criteria=criteria,
+                    request_id=group.judgement_id if i == 0 else f"{group.judgement_id}-o{i}",
+                    group_id=group.judgement_id,
+                    decoding=options.decoding,
+                    reason_language=reason_language,
+                    thinking=options.thinking,
+                    alone=None if group.canary is None else group.canary.id,
+                    reasons=inline,
+                )
             )
             for i, order in enumerate(orders)
         ]
@@ -283,9 +275,17 @@ class LLMJudge:
             thinking=outcome.thinking or None,
             reasons="inline" if inline else "none",
         )
-        expected = options.score_from == "expected"
-        rubric = _Rubric.of(criteria)
-        grades = {a: _answer_grade(a, outcome, rubric, expected=expected) for a in answer_ids}
+        scoring = Scoring.of(criteria, expected=options.score_from == "expected")
+        parsed = outcome.parsed
+        grades = {
+            a: scoring.grade(
+                parsed.marks.get(a),
+                failure=parsed.failures.get(a),
+                means=outcome.mean_scores.get(a),
+                no_expected=outcome.no_expected.get(a),
+            )
+            for a in answer_ids
+        }
         return GroupGrades(grades, run)
 
     async def explain(self, stored: StoredJudgement, canary: Answer | None) -> ExplainedReasons:
@@ -297,86 +297,3 @@ class LLMJudge:
         )
         async with self._slot():
             return await explain_marks(self._caller, stored, canary, language)
-
-
-@dataclass(frozen=True)
-class _Rubric:
-    """What grading each answer reads of the criteria, worked out once per group: per criterion its name,
-    whether it is a checklist item and its kind, and the weights."""
-
-    criteria: list[Criterion]
-    parts: tuple[tuple[str, bool, str | None], ...]
-    weighing: Weighing
-    checklist: bool
-
-    @classmethod
-    def of(cls, criteria: list[Criterion]) -> _Rubric:
-        parts = tuple((c.name, c.binary, c.kind) for c in criteria)
-        return cls(criteria, parts, Weighing.of(criteria), any(binary for _, binary, _ in parts))
-
-
-def _answer_grade(answer_id: str, outcome: JudgeOutcome, rubric: _Rubric, *, expected: bool) -> AnswerGrade:
-    marks = outcome.parsed.marks.get(answer_id)
-    if marks is None:
-        reason = outcome.parsed.failures.get(answer_id, "the judge gave no marks for this answer")
-        return AnswerGrade(None, reason)
-    means = outcome.mean_scores.get(answer_id)
-    scores: dict[str, float] = {}
-    per_criterion: dict[str, dict[str, Any]] = {}
-    for name, binary, kind in rubric.parts:
-        mark = marks[name]
-        score = criterion_score(mark, binary, None if means is None else means.get(name), expected=expected)
-        scores[name] = score
-        per_criterion[name] = _criterion_fields(binary, kind, mark, score)
-    overall = rubric.weighing.score(scores)
-    checklist = rubric.checklist
-    if checklist:
-        explanation = "rubric: " + _items_line(rubric.criteria, marks)
-    else:
-        explanation = "weighted mean of the judge's criterion scores"
-    if expected:
-        why_not = outcome.no_expected.get(answer_id)
-        explanation += ";" if checklist else ""
-        explanation += (
-            f" from integer marks where expected marks are missing ({why_not})"
-            if why_not
-            else " from expected marks"
-        )
-    return AnswerGrade(round(overall, 6), explanation, criteria=per_criterion)
-
-
-def _criterion_fields(binary: bool, kind: str | None, mark: Mark, score: float) -> dict[str, Any]:
-    """A criterion's fields in the answer's result (CriterionMark): the mark, or for a checklist item
-    whether it was met and how likely."""
-    if binary:
-        return {
-            "mark": None,
-            "met": bool(mark.mark),
-            "met_probability": mark.expected,
-            "score": score,
-            "reason": mark.reason,
-            "kind": kind,
-        }
-    return {
-        "mark": mark.mark,
-        "expected_mark": mark.expected,
-        "score": score,
-        "reason": mark.reason,
-        "kind": kind,
-    }
-
-
-def _items_line(criteria: list[Criterion], marks: Mapping[str, Mark]) -> str:
-    """Which checklist items were met, pitfalls apart: "met 5 of 7 items (item_1, ...); pitfalls hit:
-    item_9"."""
-    items = [c for c in criteria if c.binary and not c.pitfall]
-    met = [c.name for c in items if marks[c.name].mark]
-    line = f"met {len(met)} of {len(items)} items" + (f" ({', '.join(met)})" if met else "")
-    hit = [c.name for c in criteria if c.pitfall and marks[c.name].mark]
-    pitfalls = [c for c in criteria if c.pitfall]
-    if pitfalls:
-        line += f"; pitfalls hit: {', '.join(hit) if hit else 'none'} of {len(pitfalls)}"
-    scaled_ones = [c.name for c in criteria if not c.binary]
-    if scaled_ones:
-        line += f"; marked 1-5: {', '.join(scaled_ones)}"
-    return line + "; overall = weighted items met less pitfalls hit"

@@ -9,27 +9,19 @@ shuffle p, then p reversed, p rotated by half its length, and that reversed. For
 shows every answer once in every position. Duplicates are dropped (a group of two answers has only two
 orders), so a group may get fewer than k judge calls.
 
-Combining orders, per answer and criterion, over the orders in which the judge marked the answer:
-`score` is the exact mean of the scaled marks ((mark - 1) / 4; a checklist item's 1 or 0), `mark` the
-mean mark rounded half up (a checklist item: met in at least half the orders)
-(so `mark` and `score` may disagree slightly), `expected` the mean expected mark (when every such
-order has one), and `reason` comes from the first such order. An
-answer is unscored only when no order marked it. The group's order sensitivity is the mean, over
-answers marked in two or more orders, of the spread (max - min) of the answer's overall score across
-orders: 0 means the order changed nothing.
+How the orders' marks are combined, and the group's order sensitivity, is scoring's (scoring.py).
 """
 
 from __future__ import annotations
 
 import hashlib
-import math
 import random
 import time
 from collections.abc import Sequence
 
 from judge_service.judging.llm.caller import JudgeCall, JudgeCaller, JudgeOutcome, gather_outcomes
-from judge_service.judging.llm.criteria import answer_score, scaled, scaled_value
-from judge_service.judging.llm.parser import Mark, ParsedJudgement
+from judge_service.judging.llm.parser import ParsedJudgement
+from judge_service.judging.llm.scoring import combine_orders
 from judge_service.schemas import MAX_ORDERS, Criterion
 
 
@@ -74,61 +66,3 @@ async def judge_in_orders(
         combined.add_costs(outcome)
     combined.judge_ms = (time.perf_counter() - started) * 1000  # wall clock: the orders ran together
     return combined
-
-
-def combine_orders(
-    parses: Sequence[ParsedJudgement], answer_ids: Sequence[str], criteria: Sequence[Criterion]
-) -> tuple[ParsedJudgement, dict[str, dict[str, float]]]:
-    """(marks with rounded mean marks and the first reason, answer -> criterion -> mean score)."""
-    combined = ParsedJudgement()
-    means: dict[str, dict[str, float]] = {}
-    for parsed in parses:
-        combined.notes.extend(n for n in parsed.notes if n not in combined.notes)
-        combined.problems |= getattr(parsed, "problems", set())
-    for answer_id in answer_ids:
-        marked = [p.marks[answer_id] for p in parses if answer_id in p.marks]
-        if not marked:
-            first = next((p.failures[answer_id] for p in parses if answer_id in p.failures), "no marks")
-            combined.failures[answer_id] = f"unscored in all {len(parses)} orders; first: {first}"
-            continue
-        means[answer_id] = {}
-        combined.marks[answer_id] = {}
-        for criterion in criteria:
-            name = criterion.name
-            mean_mark = sum(m[name].mark for m in marked) / len(marked)
-            means[answer_id][name] = scaled(criterion, mean_mark)
-            rounded = math.floor(mean_mark + 0.5)  # half up: 2.5 -> 3, unlike round()
-            expected = [m[name].expected for m in marked]
-            mean_expected = None if None in expected else round(sum(expected) / len(expected), 6)  # type: ignore[arg-type]
-            combined.marks[answer_id][name] = Mark(rounded, marked[0][name].reason, mean_expected)
-    return combined, means
-
-
-def criterion_score(mark: Mark, binary: bool, mean: float | None, *, expected: bool = False) -> float:
-    """The 0-1 score of one criterion's mark (a checklist item's when `binary`): with `expected`, the
-    scaled expected mark (a checklist item: the probability of met) where the mark has one; else the mean
-    over orders when combined (`mean`, combine_orders' score), else the scaled mark."""
-    if expected and mark.expected is not None:
-        return scaled_value(binary, mark.expected)
-    if mean is not None:
-        return mean
-    return scaled_value(binary, mark.mark)
-
-
-def order_sensitivity(
-    parses: Sequence[ParsedJudgement], criteria: Sequence[Criterion], answer_ids: Sequence[str]
-) -> float | None:
-    """Mean over `answer_ids` marked in 2+ orders of max - min of their overall score (a canary's spread
-    is not the caller's figure); None below 2 orders."""
-    if len(parses) < 2:
-        return None
-    spreads = []
-    for answer_id in answer_ids:
-        overall = [
-            answer_score({c.name: scaled(c, p.marks[answer_id][c.name].mark) for c in criteria}, criteria)
-            for p in parses
-            if answer_id in p.marks
-        ]
-        if len(overall) >= 2:
-            spreads.append(max(overall) - min(overall))
-    return sum(spreads) / len(spreads) if spreads else None

@@ -7,7 +7,7 @@ import pytest
 from judge_service.backends.fake import FakeBackend
 from judge_service.config import PACKAGED_PROMPTS, JudgingSettings, ThinkingSettings
 from judge_service.errors import PromptTooLongError
-from judge_service.judging.llm.caller import JudgeCaller
+from judge_service.judging.llm.caller import JudgeCaller, OrderPlan
 from judge_service.judging.llm.criteria import DEFAULT_CRITERIA
 from judge_service.judging.llm.parser import max_output_tokens
 from judge_service.judging.llm.prompt import PromptRenderer
@@ -29,11 +29,13 @@ async def prepared_max_tokens(context: int | None) -> int:
         ThinkingSettings(),
     )
     calls = await judge.prepare(
-        conversation=[ChatMessage(role="user", content="2+2?")],
-        reference="4",
-        answers=[Answer(id=f"a{i}", text=str(i)) for i in range(N)],
-        criteria=list(DEFAULT_CRITERIA),
-        request_id="r",
+        OrderPlan(
+            conversation=[ChatMessage(role="user", content="2+2?")],
+            reference="4",
+            answers=[Answer(id=f"a{i}", text=str(i)) for i in range(N)],
+            criteria=list(DEFAULT_CRITERIA),
+            request_id="r",
+        )
     )
     return calls[0].request.max_tokens
 

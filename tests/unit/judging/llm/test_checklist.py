@@ -9,16 +9,17 @@ import pytest
 from pydantic import ValidationError
 
 from judge_service.backends.base import TokenLogprobs
-from judge_service.judging.llm.criteria import (
-    DEFAULT_CRITERIA,
-    answer_score,
-    criterion_config,
-)
+from judge_service.judging.llm.criteria import DEFAULT_CRITERIA, criterion_config
 from judge_service.judging.llm.expected import expected_marks
 from judge_service.judging.llm.parser import answer_schema, output_schema, parse_answer, parse_judgement
 from judge_service.judging.llm.rubric_writer import parse_rubric, rubric_schema
+from judge_service.judging.llm.scoring import Weighing
 from judge_service.schemas import Criterion as C
 from judge_service.schemas import JudgeRequest, RegradeRequest
+
+
+def answer_score(scores: dict[str, float], criteria: list[C]) -> float:
+    return Weighing.of(criteria).score(scores)
 
 
 def item(name: str, kind: str | None = None, weight: float | None = None) -> C:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from judge_service.judging.llm.orders import combine_orders, order_seed, order_sensitivity, shown_orders
+from judge_service.judging.llm.orders import order_seed, shown_orders
 from judge_service.judging.llm.parser import Mark, ParsedJudgement
+from judge_service.judging.llm.scoring import combine_orders, order_sensitivity
 from judge_service.schemas import Criterion
 
 IDS = ["a", "b", "c", "d"]
