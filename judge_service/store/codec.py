@@ -1,7 +1,7 @@
 """What every store shares, so that no backend re-derives it: the stored document and the row around it,
 the page item cut from it, and the opaque paging cursor.
 
-A judgement is stored as one JSON document (its stored form, stored_form.py) beside a few indexed columns;
+A judgement is stored as one JSON document (its stored form, stored_form/) beside a few indexed columns;
 a page item is the same document without what only GET /v1/judgements/{id} returns (the request, the raw
 outputs).
 A cursor is the store's own monotonic position of the last row on a page (a rowid, a bigserial),

@@ -1,5 +1,5 @@
 """Wrote tests/data/judgements-11ef8eb.sqlite3 with the code at 11ef8eb, the last build whose stored
-document was the wire model itself (the stored form, judge_service/store/stored_form.py, came after it and
+document was the wire model itself (the stored form, judge_service/store/stored_form/, came after it and
 must write the same documents). Beside the groups of make_fixture_4b52f6d.py it stores what builds since
 added: per-answer decoding, expected marks, a regrade, custom criteria with weights, human labels.
 

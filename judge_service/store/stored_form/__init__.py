@@ -1,5 +1,6 @@
-"""The stored form of a judgement: the JSON document each store keeps, a model of its own apart from the
-wire models, with converters both ways.
+"""The stored form of a judgement: the JSON document each store keeps, models of their own apart from the
+wire models (judgement.py, and a module per grader kind with parts of its own: comparison.py, jury.py),
+with converters both ways.
 
 The rule: what is stored is what these models declare, nothing else. A field added to the wire
 (`JudgeResponse`, `AnswerResult`, ...) is not stored until it is added here too; `NOT_STORED` names the
@@ -18,159 +19,50 @@ stored whole, and read back without the checks new requests get.
 from __future__ import annotations
 
 import json
-from datetime import datetime
 from typing import Any, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
 from judge_service.schemas import STORED, JudgeResponse, StoredJudgement
+from judge_service.store.stored_form.base import Stored, UsageV1
+from judge_service.store.stored_form.comparison import ComparisonRecordV1, ComparisonTallyV1
+from judge_service.store.stored_form.judgement import (
+    AnswerResultV1,
+    CanaryResultV1,
+    CriterionMarkV1,
+    RubricUseV1,
+    StoredJudgementV1,
+    TermScoreV1,
+    ThinkingAttemptV1,
+    TimingsV1,
+)
+from judge_service.store.stored_form.jury import AnswerJuryV1, JurorRecordV1
 
-
-class _Stored(BaseModel):
-    # extra="ignore": a document written by a newer build (a field this build does not know) still loads.
-    model_config = ConfigDict(extra="ignore", from_attributes=True)
-
-
-class CriterionMarkV1(_Stored):
-    mark: int | None  # null: a binary item (`met`)
-    expected_mark: float | None = None
-    met: bool | None = None
-    met_probability: float | None = None
-    score: float
-    reason: str | None = None  # null: judged with reasons "none"
-    kind: str | None = None
-
-
-class RubricUseV1(_Stored):
-    id: str
-    version: int
-    sha256: str
-
-
-class TermScoreV1(_Stored):
-    grader: str
-    weight: float
-    score: float | None
-    explanation: str
-    details: dict[str, Any] | None = None
-
-
-class ComparisonTallyV1(_Stored):
-    wins: int
-    losses: int
-    ties: int
-    failed: int
-    byes: int | None = None
-
-
-class AnswerJuryV1(_Stored):
-    scores: dict[str, float]
-    missing: dict[str, str] = {}
-    spread: float | None = None
-    aggregate: str
-
-
-class AnswerResultV1(_Stored):
-    id: str
-    status: str
-    score: float | None
-    criteria: dict[str, CriterionMarkV1] | None = None
-    terms: list[TermScoreV1] | None = None
-    explanation: str | None = None
-    error: str | None = None
-    comparison: ComparisonTallyV1 | None = None  # comparison graders only
-    scored_by: str | None = None  # cascades only
-    jury: AnswerJuryV1 | None = None  # the jury grader only
-
-
-class CanaryResultV1(AnswerResultV1):
-    kind: str
-    text: str
-    outranked: bool | None = None
-    shown_at: list[int] | None = None
-
-
-class UsageV1(_Stored):
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    judge_calls: int = 0
-    reasoning_tokens: int = 0
-
-
-class TimingsV1(_Stored):
-    queue_ms: float = 0.0
-    judge_ms: float = 0.0
-    total_ms: float = 0.0
-
-
-class ThinkingAttemptV1(_Stored):
-    text: str | None
-    text_truncated: bool = False
-    tokens: int | None
-    budget: int | None
-    budget_exhausted: bool | None
-    ended: bool
-    finish_reason: str | None
-    recovered: bool = False
-
-
-class ComparisonRecordV1(_Stored):
-    first: str
-    second: str
-    verdict: dict[str, int] | None
-    preference: float | None
-    reason: str | None = None
-    error: str | None = None
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    round: int | None = None
-
-
-class JurorRecordV1(_Stored):
-    name: str
-    model: str
-    weight: float
-    called: bool
-    escalation: bool = False
-    prompt_version: str | None = None
-    error: str | None = None
-    raw_outputs: list[str] = []
-    usage: UsageV1 = UsageV1()
-    judge_ms: float = 0.0
-
-
-class StoredJudgementV1(_Stored):
-    judgement_id: str
-    created_at: datetime
-    status: str
-    grader: str
-    judge_model: str | None
-    prompt_version: str | None
-    run_id: str | None
-    step: int | None
-    group_key: str | None
-    answers: list[AnswerResultV1]
-    usage: UsageV1
-    timings: TimingsV1
-    attempts: int
-    order_seed: int | None = None
-    answer_orders: list[list[str]] | None = None
-    order_sensitivity: float | None = None
-    grader_fingerprint: str | None = None
-    regrade_of: str | None = None
-    cascade: str | None = None  # cascades only: rule_only or judged
-    rubric: RubricUseV1 | None = None
-    reasons: str | None = None
-    length_bias: float | None = None
-    request: dict[str, Any]
-    raw_outputs: list[str]
-    thinking: list[ThinkingAttemptV1] | None = None
-    canaries: list[CanaryResultV1] | None = None
-    # The API key's name (api/middleware/keys.py); null without keys, and in judgements from before.
-    caller: str | None = None
-    comparisons: list[ComparisonRecordV1] | None = None  # comparison graders only
-    jury: list[JurorRecordV1] | None = None  # the jury grader only
-
+__all__ = [
+    "NOT_STORED",
+    "STORED_ONLY",
+    "AnswerJuryV1",
+    "AnswerResultV1",
+    "CanaryResultV1",
+    "ComparisonRecordV1",
+    "ComparisonTallyV1",
+    "CriterionMarkV1",
+    "JurorRecordV1",
+    "RubricUseV1",
+    "StoredJudgementV1",
+    "TermScoreV1",
+    "ThinkingAttemptV1",
+    "TimingsV1",
+    "UsageV1",
+    "document",
+    "dump",
+    "from_stored",
+    "load",
+    "load_judgement",
+    "page_item",
+    "stored_pairs",
+    "to_stored",
+]
 
 # Wire fields that are not stored in the judgement's document, by wire model. Reasons written afterwards
 # live in a table of their own (migration m008_explained_reasons): the judge's reply is never rewritten.
@@ -189,7 +81,7 @@ def _left_out(wire: type[BaseModel], stored: type[BaseModel]) -> dict[str, Any]:
             tree[name] = True
             continue
         inner_wire = _model_in(field.annotation, BaseModel)
-        inner_stored = _model_in(stored.model_fields[name].annotation, _Stored)
+        inner_stored = _model_in(stored.model_fields[name].annotation, Stored)
         if inner_wire is None or inner_stored is None:
             continue
         below = _left_out(inner_wire, inner_stored)
@@ -214,6 +106,22 @@ def _is_container(annotation: Any) -> bool:
     if origin in (list, dict):
         return True
     return any(_is_container(argument) for argument in get_args(annotation))
+
+
+def stored_pairs(
+    wire: type[BaseModel] = StoredJudgement, stored: type[BaseModel] = StoredJudgementV1
+) -> list[tuple[type[BaseModel], type[BaseModel]]]:
+    """Every (wire model, stored model) pair the stored judgement holds, at every depth: what
+    tests/store/test_stored_forms.py checks field by field, so a grader kind's new pair is checked too."""
+    pairs = [(wire, stored)]
+    for name, field in stored.model_fields.items():
+        inner_stored = _model_in(field.annotation, Stored)
+        inner_wire = (
+            _model_in(wire.model_fields[name].annotation, BaseModel) if name in wire.model_fields else None
+        )
+        if inner_stored is not None and inner_wire is not None:
+            pairs += [p for p in stored_pairs(inner_wire, inner_stored) if p not in pairs]
+    return pairs
 
 
 # Computed once: a small exclude tree costs the dump far less than an include tree of every stored field.
