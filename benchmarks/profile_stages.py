@@ -33,7 +33,10 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("prompt rendering", ("judging/llm/prompt.py", "jinja2/")),
     ("reply parsing", ("judging/llm/parser.py", "judging/json_text.py")),
     ("grading (the rest)", ("judge_service/judging/",)),
-    ("service and stored record", ("judge_service/service/", "judge_service/schemas/", "judge_service/hashing.py")),
+    (
+        "service and stored record",
+        ("judge_service/service/", "judge_service/schemas/", "judge_service/hashing.py"),
+    ),
     ("response JSON", ("serialize_response ", "fastapi/encoders.py")),
     ("body, validation, dependencies", ("fastapi/dependencies/", "starlette/requests.py", "api/deps.py")),
     ("route handlers", ("judge_service/api/routes.py",)),
