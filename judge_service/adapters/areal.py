@@ -49,7 +49,13 @@ from areal.workflow.rlvr import (
     default_get_input_ids_fn,
 )
 
-from judge_service.adapters.groups import as_conversation, clean, score_components, shared_clients
+from judge_service.adapters.groups import (
+    as_conversation,
+    clean,
+    reference_of,
+    score_components,
+    shared_clients,
+)
 from judge_service.adapters.groups import request_options as request_options_checked
 from judge_service.client import JudgeClientError
 from judge_service.schemas import AnswerResult, JudgeRequest, MemberRequest
@@ -144,7 +150,7 @@ class JudgeRLVRWorkflow(RLVRWorkflow):
         common = {
             **self.common,
             "conversation": as_conversation(self.data_extract_prompt_fn(task_data)),
-            "reference": clean(str(reference)) if reference is not None else "",
+            "reference": reference_of(reference),
         }
         if isinstance(task_data.get("item"), Mapping):  # the row's grader fields (code graders)
             common["item"] = dict(task_data["item"])

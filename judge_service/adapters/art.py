@@ -22,7 +22,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from judge_service.adapters.groups import as_conversation, clean, content_text, reason_of
+from judge_service.adapters.groups import as_conversation, clean, content_text, reason_of, reference_of
 from judge_service.adapters.groups import request_options as request_options_checked
 from judge_service.client import AsyncJudgeClient, RetryPolicy
 from judge_service.schemas import Criterion, JudgeRequest
@@ -128,12 +128,12 @@ def _request(
     conversation = as_conversation(histories[0][:shared]) if shared else [{"role": "user", "content": ""}]
     if reference is None:
         found = group.metadata.get("reference")
-        reference = found if isinstance(found, str) else ""
+        reference = found if isinstance(found, str) else None
     group_key = group.metadata.get("group_key")
     body: dict[str, Any] = {
         **extra,
         "conversation": conversation,
-        "reference": clean(reference),
+        "reference": reference_of(reference),
         "answers": [{"id": f"t{i}", "text": _rest(h[shared:])} for i, h in enumerate(histories)],
         "run_id": run_id,
         "step": step,

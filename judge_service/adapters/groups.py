@@ -50,6 +50,15 @@ def clean(text: str) -> str:
     return _CONTROL.sub("", text)
 
 
+def reference_of(value: Any) -> str | None:
+    """A trainer's gold answer as the request's reference: None (a group without a reference, judged by
+    comparing its answers) where it has none or an empty one, never an empty reference to compare with."""
+    if value is None:
+        return None
+    text = clean(str(value))
+    return text if text.strip() else None
+
+
 def content_text(content: Any) -> str:
     """A message's content as text: a string, or the text parts of a list of content parts."""
     if content is None:
@@ -135,7 +144,7 @@ ADAPTER_FIELDS = frozenset(
     {"conversation", "reference", "answers", "run_id", "step", "group_key", "grader", "criteria", "item"}
     | {"answer", "group_size", "deadline_s"}  # of a member request
 )
-_PROBE = {"conversation": [{"role": "user", "content": "."}], "reference": ""}
+_PROBE = {"conversation": [{"role": "user", "content": "."}]}
 
 
 def request_options(options: Mapping[str, Any] | None, *, members: bool = False) -> dict[str, Any]:
@@ -232,7 +241,7 @@ def prepare(
     for g, span in enumerate(spans):
         body: dict[str, Any] = {
             "conversation": as_conversation(prompts[span.start]),
-            "reference": clean(str(references[span.start])) if references is not None else "",
+            "reference": reference_of(references[span.start]) if references is not None else None,
             "answers": [{"id": f"c{i}", "text": completion_text(completions[i])} for i in span],
             "run_id": options.run_id,
             "step": step,

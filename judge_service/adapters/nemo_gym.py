@@ -40,6 +40,7 @@ from judge_service.adapters.groups import (
     as_conversation,
     clean,
     content_text,
+    reference_of,
     score_components,
     shared_clients,
 )
@@ -75,7 +76,7 @@ class JudgeServiceResourcesServer(SimpleResourcesServer):
 
     async def verify(self, body: JudgeServiceVerifyRequest) -> JudgeServiceVerifyResponse:
         conversation = as_conversation(_messages(body.responses_create_params.input))
-        reference = clean(body.expected_answer or "")
+        reference = reference_of(body.expected_answer)
         text = _output_text(body.response)
         client = shared_clients(
             self.config.judge_service_url, self.config.api_key, self.config.timeout_s
@@ -141,6 +142,6 @@ def _output_text(response: Any) -> str:
     return clean("\n".join(p for p in parts if p))
 
 
-def _task_key(conversation: list[dict[str, str]], reference: str) -> str:
+def _task_key(conversation: list[dict[str, str]], reference: str | None) -> str:
     canonical = json.dumps([conversation, reference], sort_keys=True, ensure_ascii=False)
     return "task-" + hashlib.sha256(canonical.encode()).hexdigest()[:32]

@@ -221,10 +221,9 @@ class JudgeServiceGenerator(SkyRLGymGenerator):
         output["rollout_metrics"] = metrics
 
 
-def _reference(extras: dict[str, Any]) -> str:
+def _reference(extras: dict[str, Any]) -> str | None:
     spec = extras.get("reward_spec") or {}
-    truth = spec.get("ground_truth") if isinstance(spec, dict) else None
-    return str(truth) if truth is not None else ""
+    return spec.get("ground_truth") if isinstance(spec, dict) else None
 
 
 def _reward_like(old: Any, score: float, mask: Sequence[int]) -> Any:

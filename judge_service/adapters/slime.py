@@ -50,7 +50,7 @@ async def judge_group_rm(args: Any, samples: Sequence[Any]) -> list[float]:
     batch = prepare(
         [s.prompt for s in samples],
         [s.response for s in samples],
-        [s.label if s.label is not None else "" for s in samples],
+        [s.label for s in samples],
         num_generations=len(samples),
         options=options,
         step=step if isinstance(step, int) else None,

@@ -41,6 +41,7 @@ from judge_service.adapters.groups import (
     as_conversation,
     clean,
     content_text,
+    reference_of,
     score_components,
     shared_clients,
 )
@@ -76,7 +77,7 @@ class JudgeServiceJudge(vf.Judge[float, JudgeServiceJudgeConfig]):
         common: dict[str, Any] = {
             **config.request_options,
             "conversation": as_conversation(_messages(task)),
-            "reference": clean(str(getattr(task, config.reference_field, None) or "")),
+            "reference": reference_of(getattr(task, config.reference_field, None)),
             "run_id": config.run_id,
         }
         if config.grader is not None:

@@ -37,7 +37,13 @@ from typing import Any
 from verl import DataProto
 from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 
-from judge_service.adapters.groups import as_conversation, clean, request_options, shared_clients
+from judge_service.adapters.groups import (
+    as_conversation,
+    clean,
+    reference_of,
+    request_options,
+    shared_clients,
+)
 from judge_service.client import JudgeClientError
 from judge_service.schemas import AnswerResult, JudgeRequest, MemberRequest
 
@@ -90,7 +96,7 @@ class JudgeGroupRewardManager(RewardManagerBase):
         )
         extras = item.non_tensor_batch
         prompt = _plain(extras.get("raw_prompt"))
-        ground_truth = (extras.get("reward_model") or {}).get("ground_truth", "")
+        ground_truth = (extras.get("reward_model") or {}).get("ground_truth")
         item = (extras.get("extra_info") or {}).get("item")
         member = self.settings.member(str(extras["uid"]), self.group_size, prompt, text, ground_truth, item)
         result = await self.settings.score(member, prompt, text, ground_truth, item)
@@ -116,7 +122,7 @@ class _Settings:
         body: dict[str, Any] = {
             **self.request,
             "conversation": as_conversation(_plain(prompt)),
-            "reference": clean(str(ground_truth if ground_truth is not None else "")),
+            "reference": reference_of(ground_truth),
             "run_id": self.run_id,
         }
         if item is not None:  # the row's grader fields (code graders, RFT grader templates)

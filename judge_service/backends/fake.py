@@ -353,7 +353,7 @@ def _rubric_reply(request: GenerationRequest) -> str:
     found = re.search(r"<reference>(.*?)</reference>", prompt, re.DOTALL)
     reference = found.group(1).strip() if found else ""
     figures = _FIGURE.findall(reference)
-    gist = figures[-1].rstrip(".,") if figures else " ".join(reference.split()[:6]) or "the reference"
+    gist = figures[-1].rstrip(".,") if figures else " ".join(reference.split()[:6]) or "the task's result"
     names = list((request.json_schema or {})["required"])
     kinds = ["essential", "important", "optional"]
     items = {}

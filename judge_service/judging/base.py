@@ -44,7 +44,7 @@ class Group:
 
     judgement_id: str
     conversation: Sequence[ChatMessage]
-    reference: str
+    reference: str | None  # None: a group without a reference
     answers: Sequence[Answer]
     item: Mapping[str, Any] | None = None  # the task row's grader fields, never shown to the judge
     canary: Answer | None = None  # not among `answers` (module docstring)

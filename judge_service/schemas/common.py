@@ -163,6 +163,13 @@ ITEM_DESCRIPTION = (
 )
 
 
+REFERENCE_DESCRIPTION = (
+    "The reference reply to compare with. Null or absent: a group without a reference, judged by comparing "
+    "the answers with each other and the task (docs/reference-free.md); graders that compare with a "
+    "reference refuse it."
+)
+
+
 class ChatMessage(StrictModel):
     role: Literal["system", "user", "assistant"]
     content: Text = Field(max_length=MAX_TEXT_CHARS)

@@ -17,6 +17,7 @@ from judge_service.schemas.common import (
     MAX_ORDERS,
     MAX_STEP,
     MAX_TEXT_CHARS,
+    REFERENCE_DESCRIPTION,
     RUN_ID_PATTERN,
     Answer,
     ChatMessage,
@@ -78,7 +79,7 @@ REASON_LANGUAGE_DESCRIPTION = (
 
 class JudgeRequest(StrictModel):
     conversation: list[ChatMessage] = Field(min_length=1, max_length=64)
-    reference: Text = Field(max_length=MAX_TEXT_CHARS, description="The reference reply to compare with.")
+    reference: Text | None = Field(default=None, max_length=MAX_TEXT_CHARS, description=REFERENCE_DESCRIPTION)
     answers: list[Answer] = Field(min_length=1, max_length=MAX_ANSWERS)
     criteria: list[Criterion] | None = Field(
         default=None,

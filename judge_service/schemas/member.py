@@ -14,6 +14,7 @@ from judge_service.schemas.common import (
     MAX_ORDERS,
     MAX_STEP,
     MAX_TEXT_CHARS,
+    REFERENCE_DESCRIPTION,
     RUN_ID_PATTERN,
     Answer,
     ChatMessage,
@@ -61,7 +62,7 @@ class MemberRequest(StrictModel):
     group_size: int = Field(ge=1, le=MAX_ANSWERS, description="How many answers the group will have.")
     answer: Answer
     conversation: list[ChatMessage] = Field(min_length=1, max_length=64)
-    reference: Text = Field(max_length=MAX_TEXT_CHARS)
+    reference: Text | None = Field(default=None, max_length=MAX_TEXT_CHARS, description=REFERENCE_DESCRIPTION)
     criteria: list[Criterion] | None = Field(default=None, min_length=1, max_length=MAX_CRITERIA)
     rubric: str | None = Field(default=None, pattern=RUBRIC_REF_PATTERN, description=RUBRIC_DESCRIPTION)
     grader: str = Field(default="judge", min_length=1, max_length=64)

@@ -113,10 +113,14 @@ MAX_RUBRIC_INSTRUCTIONS = 2000
 
 
 class RubricRequest(StrictModel):
-    """What a rubric is written from (POST /v1/rubrics): the conversation and the reference reply."""
+    """What a rubric is written from (POST /v1/rubrics): the conversation and the reference reply, if any."""
 
     conversation: list[ChatMessage] = Field(min_length=1, max_length=64)
-    reference: Text = Field(max_length=MAX_TEXT_CHARS)
+    reference: Text | None = Field(
+        default=None,
+        max_length=MAX_TEXT_CHARS,
+        description="The reference reply; null or absent: the rubric is written from the conversation alone.",
+    )
     items: int | None = Field(
         default=None,
         ge=MIN_RUBRIC_ITEMS,

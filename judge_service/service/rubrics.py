@@ -80,7 +80,8 @@ class RubricService:
         """The rubric for this content: stored, or written now (once; module docstring)."""
         judge = self._graders.rubric_writer()
         request = self.filled(request)
-        found_id = rubric_id(request, writer=judge.rubric_writer_version(), model=judge.model_name)
+        writer = judge.rubric_writer_version(referenced=request.reference is not None)
+        found_id = rubric_id(request, writer=writer, model=judge.model_name)
         stored = await self._store.rubric(found_id, 1)
         if stored is not None:
             self._metrics.rubrics.labels(source="stored").inc()

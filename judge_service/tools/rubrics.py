@@ -50,7 +50,7 @@ def read_prompts(
         try:
             request = RubricRequest(
                 conversation=row["conversation"],
-                reference=row["reference"],
+                reference=row.get("reference"),
                 items=items,
                 instructions=instructions,
             )

@@ -49,9 +49,10 @@ _FLIPPED = {"yes": "no", "no": "yes", "true": "false", "false": "true"}
 
 
 def build(
-    kind: CanaryKind, conversation: Sequence[ChatMessage], reference: str, rng: random.Random
+    kind: CanaryKind, conversation: Sequence[ChatMessage], reference: str | None, rng: random.Random
 ) -> str | None:
-    """The canary text of `kind` for a group, or None where the kind does not apply to it."""
+    """The canary text of `kind` for a group, or None where the kind does not apply to it (the kinds built
+    from the reference, for a group without one)."""
     if kind == "injection":
         return rng.choice(INJECTIONS)
     if kind == "empty":
@@ -62,6 +63,8 @@ def build(
         return rng.choice(REFUSALS)
     if kind == "restated":
         return restated(conversation)
+    if reference is None:
+        return None
     if kind == "reference_twist":
         return twisted(reference)
     twist = twisted(reference)

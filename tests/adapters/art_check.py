@@ -16,7 +16,7 @@ from judge_service.client import JudgeClientError
 MARKER = "[fake judge: leave one answer unscored]"  # judge_service.backends.fake.LEAVE_ONE_UNSCORED
 
 
-def group(system: str, reward: float = 0.25) -> art.TrajectoryGroup:
+def group(system: str, reward: float = 0.25, *, reference: bool = True) -> art.TrajectoryGroup:
     answers = ["Click Share, then pick the client.", "Use Share.", "You cannot.", "Email it as a PDF."]
     trajectories = [
         art.Trajectory(
@@ -29,7 +29,8 @@ def group(system: str, reward: float = 0.25) -> art.TrajectoryGroup:
         )
         for answer in answers
     ]
-    return art.TrajectoryGroup(trajectories, metadata={"reference": "Click Share and pick the client."})
+    metadata = {"reference": "Click Share and pick the client."} if reference else {}
+    return art.TrajectoryGroup(trajectories, metadata=metadata)
 
 
 async def main(url: str, refusing_port: int) -> dict[str, object]:
@@ -68,6 +69,9 @@ async def main(url: str, refusing_port: int) -> dict[str, object]:
         seen["bad_options"] = ""
     except ValueError as exc:
         seen["bad_options"] = str(exc)
+
+    free = await judge_score_group(group("No gold answer.", reference=False), url, run_id="art-free")
+    seen["free_kept"] = len(free.trajectories)
 
     gathered = await art.gather_trajectory_groups(
         [rollout(i) for i in range(2)],

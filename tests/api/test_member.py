@@ -205,3 +205,18 @@ def test_members_from_many_connections_to_a_real_process_are_judged_once(tmp_pat
         assert [(j["group_key"], len(j["answers"]), j["attempts"]) for j in stored] == [("many", 8, 1)]
     finally:
         service.stop()
+
+
+async def test_members_without_a_reference_make_a_group_without_one(tmp_path: Path, assembly: str) -> None:
+    async with serving(tmp_path, member_assembly=assembly) as (_, client):
+        bodies = [member(f"a{i}", size=2, key="free") for i in range(2)]
+        for body in bodies:
+            del body["reference"]
+        replies = await post_all(client, bodies)
+        assert [r.status_code for r in replies] == [200, 200], replies[0].text
+        stored = (await client.get(f"/v1/judgements/{replies[0].json()['judgement_id']}")).json()
+        assert stored["request"]["reference"] is None
+        assert stored["prompt_version"].startswith("judge_group/no_reference@")
+        # A member of that group sent with a reference is another group's member: 409, not judged.
+        late = await client.post("/v1/judge/member", json=member("a0", size=2, key="free"))
+        assert late.status_code == 409, late.text

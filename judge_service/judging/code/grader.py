@@ -133,7 +133,8 @@ class CodeGrader:
         return grade
 
 
-def _arguments(signature: str, text: str, reference: str, item: dict[str, Any]) -> list[Any]:
+def _arguments(signature: str, text: str, reference: str | None, item: dict[str, Any]) -> list[Any]:
+    """A grader's arguments for one answer; verl's `ground_truth` is None for a group without a reference."""
     if signature == "rft":
         return [sample_of(text), item]
     return [str(item.get("data_source", "")), text, reference, item]  # verl

@@ -74,6 +74,7 @@ class ComparisonGrading:
     score: PairwiseScore
     seed: int | None
     reason_language: str | None
+    referenced: bool = True  # False: a group without a reference (the no_reference/ compare prompts)
 
 
 class ComparisonGrader:
@@ -110,7 +111,8 @@ class ComparisonGrader:
                 "reasons, without thinking, and in the orders their `comparison` options set",
                 details={"fields": named},
             )
-        criteria = tuple(resolve_criteria(request.criteria))
+        referenced = request.reference is not None
+        criteria = tuple(resolve_criteria(request.criteria, referenced=referenced))
         binary = [c.name for c in criteria if c.binary]
         if binary:
             raise InvalidGroupError(
@@ -119,13 +121,19 @@ class ComparisonGrader:
                 details={"criteria": binary},
             )
         try:
-            self._caller.renderer.compare_version()
+            self._caller.renderer.compare_version(referenced=referenced)
         except FileNotFoundError as exc:
             raise InvalidGroupError(f"comparisons cannot be judged: {exc}") from None
         given = request.comparison or ComparisonOptions()
         reason_language = request.reason_language or self._caller.settings.reason_language
         return ComparisonGrading(
-            criteria, given.both_orders, given.max_pairs, given.pairwise_score, request.seed, reason_language
+            criteria,
+            given.both_orders,
+            given.max_pairs,
+            given.pairwise_score,
+            request.seed,
+            reason_language,
+            referenced,
         )
 
     def config(self, options: ComparisonGrading) -> Mapping[str, Any]:
@@ -139,7 +147,7 @@ class ComparisonGrader:
             }
         judge: dict[str, Any] = {
             "model": self._caller.model_name,
-            "prompt_version": self._caller.renderer.compare_version(),
+            "prompt_version": self._caller.renderer.compare_version(referenced=options.referenced),
             "temperature": s.temperature,
             "reason_max_chars": self._caller.reason_max_chars,
             "parse_retries": s.parse_retries,
@@ -148,6 +156,8 @@ class ComparisonGrader:
             judge["reason_language"] = options.reason_language
         if self._caller.chat_template_sha256 is not None:
             judge["chat_template"] = self._caller.chat_template_sha256
+        if not options.referenced:  # only then: fingerprints of groups with a reference are as before
+            judge["reference"] = None
         return {
             "compare": judge,
             "comparison": comparison,
@@ -193,7 +203,7 @@ class ComparisonGrader:
             raise engine_errors[0]
         run = ModelRun(
             model=self._caller.model_name,
-            prompt_version=self._caller.renderer.compare_version(),
+            prompt_version=self._caller.renderer.compare_version(referenced=options.referenced),
             usage=Usage(
                 prompt_tokens=sum(c.prompt_tokens for c in made),
                 completion_tokens=sum(c.completion_tokens for c in made),

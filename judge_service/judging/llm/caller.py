@@ -84,7 +84,7 @@ class OrderPlan:
     and how the judge is asked (decoding, reason language, thinking, reasons or marks only)."""
 
     conversation: list[ChatMessage]
-    reference: str
+    reference: str | None  # None: a group without a reference
     answers: list[Answer]  # in the order the judge sees them
     criteria: list[Criterion]
     request_id: str
@@ -107,6 +107,7 @@ class JudgeCall:
     per_answer: bool = False  # the reply is one answer's criteria object
     reasons: bool = True  # the reply holds a reason before each mark; False: marks only
     binary: frozenset[str] = frozenset()  # the checklist items: "met" where the others hold "mark"
+    referenced: bool = True  # False: the group has no reference (the no_reference/ prompts)
 
 
 @dataclass
@@ -223,8 +224,19 @@ class JudgeCaller:
         """A prompt's tokens as the judge counts them (thinking off); None where it cannot tell."""
         return await self._backend.count_prompt_tokens(messages, THINKING_OFF)
 
-    def prompt_version(self, decoding: Decoding, *, reasons: bool = True, checklist: bool = False) -> str:
-        return self._renderer.version_of(decoding, reasons=reasons, checklist=checklist)
+    def prompt_version(
+        self, decoding: Decoding, *, reasons: bool = True, checklist: bool = False, referenced: bool = True
+    ) -> str:
+        return self._renderer.version_of(
+            decoding, reasons=reasons, checklist=checklist, referenced=referenced
+        )
+
+    def check_reference_free(self, decoding: Decoding, *, reasons: bool, checklist: bool) -> None:
+        """422 where the prompt template cannot judge a group without a reference in this decoding."""
+        try:
+            self._renderer.version_of(decoding, reasons=reasons, checklist=checklist, referenced=False)
+        except FileNotFoundError as exc:
+            raise InvalidGroupError(str(exc), details={"reference": None}) from None
 
     def check_decoding(self, decoding: Decoding) -> None:
         try:
@@ -347,7 +359,14 @@ class JudgeCaller:
         )
         binary = binary_names(plan.criteria)
         per_answer = answer_id is not None
-        return JudgeCall(request, tuple(answer_ids), per_answer=per_answer, reasons=reasons, binary=binary)
+        return JudgeCall(
+            request,
+            tuple(answer_ids),
+            per_answer=per_answer,
+            reasons=reasons,
+            binary=binary,
+            referenced=plan.reference is not None,
+        )
 
     async def judge_order(self, calls: list[JudgeCall], criteria: list[str]) -> JudgeOutcome:
         """One order's call(s), concurrently, merged into one outcome. A call's error fails the order:
@@ -368,7 +387,9 @@ class JudgeCaller:
 
     def _version(self, call: JudgeCall) -> str:
         decoding: Decoding = "per_answer" if call.per_answer else "group"
-        return self._renderer.version_of(decoding, reasons=call.reasons, checklist=bool(call.binary))
+        return self._renderer.version_of(
+            decoding, reasons=call.reasons, checklist=bool(call.binary), referenced=call.referenced
+        )
 
     async def judge(self, call: JudgeCall, criteria: list[str]) -> JudgeOutcome:
         """One call, retried while its reply leaves an answer invalid (module docstring)."""
@@ -518,8 +539,8 @@ def _unreplied(answer_ids: list[str], why: str) -> ParsedJudgement:
 
 
 def _without_markers(
-    conversation: list[ChatMessage], reference: str, answers: list[Answer], profile: ThinkingProfile
-) -> tuple[list[ChatMessage], str, list[Answer]]:
+    conversation: list[ChatMessage], reference: str | None, answers: list[Answer], profile: ThinkingProfile
+) -> tuple[list[ChatMessage], str | None, list[Answer]]:
     """The group's texts with the judge's thinking markers broken (reasoning_split.neutralise_markers):
     no answer can end the judge's thinking. Texts without a marker are kept as they are."""
     markers = profile.markers()
@@ -534,6 +555,6 @@ def _without_markers(
 
     return (
         [message(m) for m in conversation],
-        neutralise_markers(reference, markers),
+        None if reference is None else neutralise_markers(reference, markers),
         [answer(a) for a in answers],
     )

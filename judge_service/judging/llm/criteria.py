@@ -39,8 +39,23 @@ DEFAULT_CRITERIA: tuple[Criterion, ...] = (
 )
 
 
-def resolve_criteria(criteria: list[Criterion] | None) -> list[Criterion]:
-    return list(criteria) if criteria else list(DEFAULT_CRITERIA)
+# A group without a reference: correctness is judged from the task itself, never against a reference.
+REFERENCE_FREE_CRITERIA: tuple[Criterion, ...] = (
+    Criterion(
+        name="correctness",
+        description="Facts, figures and conclusions are right for the task; no errors or inventions.",
+        mark_1="wrong, or its conclusion does not follow",
+        mark_5="fully correct and well supported",
+    ),
+    *DEFAULT_CRITERIA[1:],
+)
+
+
+def resolve_criteria(criteria: list[Criterion] | None, *, referenced: bool = True) -> list[Criterion]:
+    """The request's criteria, else the default rubric (for a group without a reference, its own)."""
+    if criteria:
+        return list(criteria)
+    return list(DEFAULT_CRITERIA if referenced else REFERENCE_FREE_CRITERIA)
 
 
 def criterion_config(criterion: Criterion) -> dict[str, object]:

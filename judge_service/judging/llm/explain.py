@@ -48,7 +48,7 @@ async def explain_marks(
     name, as the judged prompt asked); 409 where they cannot be written."""
     marks = _marks_to_explain(stored, caller.model_name)
     request = stored.request
-    criteria = resolve_criteria(request.criteria)
+    criteria = resolve_criteria(request.criteria, referenced=request.reference is not None)
     checklist = is_checklist(criteria)
     decoding = _decoding_of(stored, caller, checklist=checklist)
     names = [c.name for c in criteria]
@@ -95,7 +95,9 @@ async def explain_marks(
         answers={a.id: answers[a.id] for a in request.answers if a.id in answers},
         failures={a.id: failures[a.id] for a in request.answers if a.id in failures},
         judge_model=caller.model_name,
-        prompt_version=caller.renderer.explain_version(decoding, checklist=checklist),
+        prompt_version=caller.renderer.explain_version(
+            decoding, checklist=checklist, referenced=request.reference is not None
+        ),
         usage=usage,
         created_at=datetime.now(UTC),
     )
@@ -143,9 +145,13 @@ def _marks_to_explain(stored: StoredJudgement, model: str) -> dict[str, dict[str
 def _decoding_of(stored: StoredJudgement, caller: JudgeCaller, *, checklist: bool) -> Decoding:
     """The decoding whose marks-only prompt made the judgement; 409 when the prompt has changed since."""
     versions = {}
+    referenced = stored.request.reference is not None
     for decoding in DECODINGS:
         try:
-            versions[caller.prompt_version(decoding, reasons=False, checklist=checklist)] = decoding
+            version = caller.prompt_version(
+                decoding, reasons=False, checklist=checklist, referenced=referenced
+            )
+            versions[version] = decoding
         except FileNotFoundError:
             continue
     if stored.prompt_version not in versions:

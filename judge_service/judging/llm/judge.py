@@ -67,6 +67,7 @@ class JudgeOptions:
     # Rubrics written per prompt (rubric "generate"): how they are written, which the fingerprint covers
     # in place of each prompt's items (docs/rubrics.md).
     rubric: str | None = None
+    referenced: bool = True  # False: a group without a reference, judged with the no_reference/ prompts
 
 
 class LLMJudge:
@@ -117,8 +118,14 @@ class LLMJudge:
         reasons = request.reasons or s.reasons
         if reasons != "inline":
             self._caller.check_marks_only(decoding)
+        referenced = request.reference is not None
+        criteria = tuple(resolve_criteria(request.criteria, referenced=referenced))
+        if not referenced:
+            self._caller.check_reference_free(
+                decoding, reasons=reasons == "inline", checklist=is_checklist(criteria)
+            )
         return JudgeOptions(
-            tuple(resolve_criteria(request.criteria)),
+            criteria,
             request.orders,
             request.seed,
             decoding,
@@ -126,32 +133,33 @@ class LLMJudge:
             request.reason_language or s.reason_language,
             self._caller.thinking_mode(request.thinking, request.reasoning_effort),
             reasons,
-            self.rubric_config() if request.rubric == "generate" else None,
+            self.rubric_config(referenced=referenced) if request.rubric == "generate" else None,
+            referenced,
         )
 
-    def rubric_config(self) -> str:
+    def rubric_config(self, *, referenced: bool = True) -> str:
         """How rubric 'generate' writes a rubric (writer prompt, items, instructions), as the fingerprint
         covers it; 422 where the prompt template has no rubric writer."""
         s = self._caller.settings
         instructions = s.rubric_instructions
         return canonical_json(
             {
-                "writer": self.rubric_writer_version(),
+                "writer": self.rubric_writer_version(referenced=referenced),
                 "items": s.rubric_items,
                 "instructions": None if instructions is None else sha256_hex(instructions),
             }
         )
 
-    def rubric_writer_version(self) -> str:
+    def rubric_writer_version(self, *, referenced: bool = True) -> str:
         try:
-            return self._caller.renderer.rubric_version()
+            return self._caller.renderer.rubric_version(referenced=referenced)
         except FileNotFoundError as exc:
             raise InvalidGroupError(f"rubrics cannot be written: {exc}") from None
 
     async def write_rubric(
         self,
         conversation: list[ChatMessage],
-        reference: str,
+        reference: str | None,
         *,
         items: int,
         instructions: str | None,
@@ -159,7 +167,7 @@ class LLMJudge:
     ) -> WrittenRubric:
         """A checklist rubric for a conversation, written by this judge (rubric_writer.py)."""
         self._readiness.check_judging()
-        self.rubric_writer_version()
+        self.rubric_writer_version(referenced=reference is not None)
         async with self._slot():
             return await write_rubric(
                 self._caller,
@@ -175,7 +183,7 @@ class LLMJudge:
         judge: dict[str, Any] = {
             "model": self._caller.model_name,
             "prompt_version": self._caller.prompt_version(
-                options.decoding, checklist=is_checklist(options.criteria)
+                options.decoding, checklist=is_checklist(options.criteria), referenced=options.referenced
             ),
             "temperature": s.temperature,
             "reason_max_chars": self._caller.reason_max_chars,
@@ -202,6 +210,8 @@ class LLMJudge:
             judge["thinking"] = thinking
         if self._caller.chat_template_sha256 is not None:
             judge["chat_template"] = self._caller.chat_template_sha256
+        if not options.referenced:  # only then: fingerprints of groups with a reference are as before
+            judge["reference"] = None
         if options.rubric is not None:  # a rubric per prompt: how it is made, not each prompt's items
             return {"judge": judge, "orders": options.orders, "rubric": options.rubric}
         criteria = [criterion_config(c) for c in options.criteria]

@@ -44,6 +44,10 @@ EXPLAIN = "explain_user.j2"
 CHECKLIST = "checklist_system.j2"
 RUBRIC = ("rubric_system.j2", "rubric_user.j2")  # the rubric writer's (judging/llm/rubric_writer.py)
 COMPARE = ("compare_system.j2", "compare_user.j2")  # comparison grading's (judging/llm/compare.py)
+# A group without a reference takes the files of the same names in this subfolder: prompts that compare the
+# answers with each other and the task and never mention a reference; the files above stay as they are,
+# so a group with a reference gets the same prompt, byte for byte, and the same version.
+NO_REFERENCE = "no_reference/"
 
 
 REASON_LANGUAGE_LINE = "Write every reason in {}."
@@ -54,7 +58,7 @@ class GroupContent:
     """What a prompt shows: the group in the order the judge sees it, the rubric and the reason bound."""
 
     conversation: list[ChatMessage]
-    reference: str
+    reference: str | None  # None: a group without a reference (the no_reference/ prompts)
     answers: list[Answer]
     criteria: list[Criterion]
     reason_max_chars: int
@@ -67,11 +71,23 @@ class RenderedPrompt:
     version: str  # "<template>@<sha256 prefix of the template files>"
 
 
-PromptKind = tuple[Decoding, bool, bool]  # (decoding, reasons inline, checklist)
+PromptKind = tuple[Decoding, bool, bool, bool]  # (decoding, reasons inline, checklist, with a reference)
 
 
 def is_checklist(criteria: list[Criterion] | tuple[Criterion, ...]) -> bool:
     return any(c.binary for c in criteria)
+
+
+def _files(parts: tuple[str, ...], referenced: bool) -> tuple[str, ...]:
+    return parts if referenced else tuple(NO_REFERENCE + part for part in parts)
+
+
+def _missing(folder: Path, parts: tuple[str, ...]) -> str:
+    """The message for a template folder that lacks `parts`; for the no_reference/ ones, what to do."""
+    message = f"prompt template {folder.name} lacks {', '.join(parts)}"
+    if parts and parts[0].startswith(NO_REFERENCE):
+        message += ": it cannot judge a group without a reference; send a reference, or add those files"
+    return message
 
 
 class PromptRenderer:
@@ -92,38 +108,66 @@ class PromptRenderer:
         self._versions: dict[PromptKind, str] = {}
         self._templates: dict[PromptKind, tuple[jinja2.Template, jinja2.Template]] = {}
         for (decoding, reasons), parts in _PARTS.items():
-            for checklist, used in ((False, parts), (True, (CHECKLIST, parts[1]))):
-                if all((folder / p).is_file() for p in used):
-                    kind = (decoding, reasons, checklist)
-                    self._versions[kind] = f"{template}@{_digest(folder, used)}"
-                    system, user = (self._env.get_template(p) for p in used)
-                    self._templates[kind] = (system, user)
-        self.version = self._versions["group", True, False]
+            for checklist, named in ((False, parts), (True, (CHECKLIST, parts[1]))):
+                for referenced in (True, False):
+                    used = _files(named, referenced)
+                    if all((folder / p).is_file() for p in used):
+                        kind = (decoding, reasons, checklist, referenced)
+                        self._versions[kind] = self._version(template, used, referenced)
+                        system, user = (self._env.get_template(p) for p in used)
+                        self._templates[kind] = (system, user)
+        self.version = self._versions["group", True, False, True]
         self._explain = self._env.get_template(EXPLAIN) if (folder / EXPLAIN).is_file() else None
-        self._rubric = None
-        if all((folder / p).is_file() for p in RUBRIC):
-            self._rubric = tuple(self._env.get_template(p) for p in RUBRIC)
-            self._rubric_version = f"{template}@{_digest(folder, RUBRIC)}"
-        self._compare = None
-        if all((folder / p).is_file() for p in COMPARE):
-            self._compare = tuple(self._env.get_template(p) for p in COMPARE)
-            self._compare_version = f"{template}@{_digest(folder, COMPARE)}"
+        # The rubric writer's and comparison grading's pairs, with and without a reference.
+        self._rubric = self._pair(template, RUBRIC)
+        self._compare = self._pair(template, COMPARE)
         # The system message depends only on the rubric, which most groups share.
         self._system_for = functools.lru_cache(maxsize=256)(self._render_system)
 
-    def version_of(self, decoding: Decoding, *, reasons: bool = True, checklist: bool = False) -> str:
-        if (decoding, reasons, checklist) not in self._versions:
-            system, user = _PARTS[decoding, reasons]
-            parts = ", ".join((CHECKLIST if checklist else system, user))
-            raise FileNotFoundError(f"prompt template {self._folder.name} lacks {parts}")
-        return self._versions[decoding, reasons, checklist]
+    def _version(self, template: str, used: tuple[str, ...], referenced: bool) -> str:
+        """ "<template>@<digest>"; without a reference "<template>/no_reference@<digest>"."""
+        return (
+            f"{template}{'' if referenced else '/' + NO_REFERENCE.rstrip('/')}@{_digest(self._folder, used)}"
+        )
 
-    def explain_version(self, decoding: Decoding, *, checklist: bool = False) -> str:
+    def _pair(
+        self, template: str, parts: tuple[str, ...]
+    ) -> dict[bool, tuple[tuple[jinja2.Template, ...], str]]:
+        found = {}
+        for referenced in (True, False):
+            used = _files(parts, referenced)
+            if all((self._folder / p).is_file() for p in used):
+                templates = tuple(self._env.get_template(p) for p in used)
+                found[referenced] = (templates, self._version(template, used, referenced))
+        return found
+
+    def _chosen(
+        self,
+        pairs: dict[bool, tuple[tuple[jinja2.Template, ...], str]],
+        parts: tuple[str, ...],
+        referenced: bool,
+    ) -> tuple[tuple[jinja2.Template, ...], str]:
+        if referenced not in pairs:
+            raise FileNotFoundError(_missing(self._folder, _files(parts, referenced)))
+        return pairs[referenced]
+
+    def version_of(
+        self, decoding: Decoding, *, reasons: bool = True, checklist: bool = False, referenced: bool = True
+    ) -> str:
+        kind = (decoding, reasons, checklist, referenced)
+        if kind not in self._versions:
+            system, user = _PARTS[decoding, reasons]
+            raise FileNotFoundError(
+                _missing(self._folder, _files((CHECKLIST if checklist else system, user), referenced))
+            )
+        return self._versions[kind]
+
+    def explain_version(self, decoding: Decoding, *, checklist: bool = False, referenced: bool = True) -> str:
         """The version of the prompt that asks for reasons afterwards: the marks-only prompt and the
         explain template (ExplainedReasons.prompt_version)."""
         if self._explain is None:
             raise FileNotFoundError(f"prompt template {self._folder.name} lacks {EXPLAIN}")
-        marks = self.version_of(decoding, reasons=False, checklist=checklist)
+        marks = self.version_of(decoding, reasons=False, checklist=checklist, referenced=referenced)
         return f"{marks}+{_digest(self._folder, (EXPLAIN,))}"
 
     def render_explain(self, answer_ids: list[str] | None, reason_max_chars: int) -> str:
@@ -133,19 +177,15 @@ class PromptRenderer:
             raise FileNotFoundError(f"prompt template {self._folder.name} lacks {EXPLAIN}")
         return self._explain.render(answers=answer_ids or [], reason_max_chars=reason_max_chars)
 
-    def rubric_version(self) -> str:
+    def rubric_version(self, *, referenced: bool = True) -> str:
         """The version of the rubric writer's prompt (part of every generated rubric's id)."""
-        if self._rubric is None:
-            raise FileNotFoundError(f"prompt template {self._folder.name} lacks {', '.join(RUBRIC)}")
-        return self._rubric_version
+        return self._chosen(self._rubric, RUBRIC, referenced)[1]
 
     def render_rubric(
-        self, conversation: list[ChatMessage], reference: str, items: int, instructions: str | None
+        self, conversation: list[ChatMessage], reference: str | None, items: int, instructions: str | None
     ) -> RenderedPrompt:
         """The prompt asking the judge to write a checklist of `items` items for a conversation."""
-        version = self.rubric_version()
-        assert self._rubric is not None
-        system, user = self._rubric
+        (system, user), version = self._chosen(self._rubric, RUBRIC, reference is not None)
         shown = {"conversation": conversation, "reference": reference, "items": items}
         return RenderedPrompt(
             messages=[
@@ -155,18 +195,14 @@ class PromptRenderer:
             version=version,
         )
 
-    def compare_version(self) -> str:
+    def compare_version(self, *, referenced: bool = True) -> str:
         """The version of the comparison prompt (comparison grading's fingerprint and stored judgements)."""
-        if self._compare is None:
-            raise FileNotFoundError(f"prompt template {self._folder.name} lacks {', '.join(COMPARE)}")
-        return self._compare_version
+        return self._chosen(self._compare, COMPARE, referenced)[1]
 
     def render_compare(self, group: GroupContent, first: Answer, second: Answer) -> RenderedPrompt:
         """Two answers of a group compared: the conversation and reference come first, so the comparisons
         of one group share that prefix in the engine's cache; the answers, as A and B, close the prompt."""
-        version = self.compare_version()
-        assert self._compare is not None
-        system_template, user = self._compare
+        (system_template, user), version = self._chosen(self._compare, COMPARE, group.reference is not None)
         system = system_template.render(criteria=group.criteria, reason_max_chars=group.reason_max_chars)
         system = _with_language(system, group.reason_language)
         shown = user.render(
@@ -183,8 +219,8 @@ class PromptRenderer:
 
     def render(self, group: GroupContent, *, reasons: bool = True) -> RenderedPrompt:
         """The group decoding's prompt: every answer, marked in one reply."""
-        kind: PromptKind = ("group", reasons, is_checklist(group.criteria))
-        version = self.version_of("group", reasons=reasons, checklist=kind[2])
+        kind: PromptKind = ("group", reasons, is_checklist(group.criteria), group.reference is not None)
+        version = self.version_of("group", reasons=reasons, checklist=kind[2], referenced=kind[3])
         system = self._system_for(kind, tuple(group.criteria), group.reason_max_chars, group.reason_language)
         user = self._templates[kind][1].render(
             conversation=group.conversation,
@@ -199,8 +235,8 @@ class PromptRenderer:
 
     def render_per_answer(self, group: GroupContent, *, reasons: bool = True) -> list[RenderedPrompt]:
         """The per-answer decoding's prompts, one per answer in the order shown, each naming its answer."""
-        kind: PromptKind = ("per_answer", reasons, is_checklist(group.criteria))
-        version = self.version_of("per_answer", reasons=reasons, checklist=kind[2])
+        kind: PromptKind = ("per_answer", reasons, is_checklist(group.criteria), group.reference is not None)
+        version = self.version_of("per_answer", reasons=reasons, checklist=kind[2], referenced=kind[3])
         system = self._system_for(kind, tuple(group.criteria), group.reason_max_chars, group.reason_language)
         user = self._templates[kind][1]
         shown = {

@@ -92,7 +92,7 @@ def parse_rubric(text: str, items: int) -> tuple[list[Criterion], str | None]:
 async def write_rubric(
     caller: JudgeCaller,
     conversation: list[ChatMessage],
-    reference: str,
+    reference: str | None,
     *,
     items: int,
     instructions: str | None,

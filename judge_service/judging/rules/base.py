@@ -1,5 +1,6 @@
 """Rule graders check one answer against the reference; `PerAnswerGrader` adapts one to the Grader
-interface (judging/base.py), grading each answer of the group on its own.
+interface (judging/base.py), grading each answer of the group on its own. A group without a reference is
+refused (422) by every rule that compares with one; the json check needs none.
 
 Adapter rules, the same for every rule grader:
   * a check's score None means "does not apply" (it depends on the reference alone, so it is the same
@@ -39,6 +40,11 @@ class RuleGrader(Protocol):
     def grade(self, answer: str, reference: str, options: RuleOptions) -> Grade: ...
 
 
+def needs_reference(rule: RuleGrader) -> bool:
+    """Whether a rule compares each answer with the reference (all but the json check do)."""
+    return bool(getattr(rule, "needs_reference", True))
+
+
 @runtime_checkable
 class GroupRuleGrader(RuleGrader, Protocol):
     """A rule grader that reads the group as a whole (module docstring)."""
@@ -57,6 +63,7 @@ class PerAnswerGrader:
         self._rule = rule
         # Decided once: a runtime protocol check costs more than the grading of a small group.
         self._group_rule = rule if isinstance(rule, GroupRuleGrader) else None
+        self._needs_reference = needs_reference(rule)
 
     @property
     def name(self) -> str:
@@ -73,20 +80,31 @@ class PerAnswerGrader:
         return {"options": dumped, **getattr(self._rule, "config", {})}
 
     async def grade(self, group: Group, options: RuleOptions) -> GroupGrades:
-        size = sum(len(a.text) + len(group.reference) for a in group.answers)
+        reference = group.reference
+        if reference is None:
+            if self._needs_reference:
+                raise InvalidGroupError(
+                    f"grader '{self.name}' compares each answer with the reference, and this group has none: "
+                    "send a reference, or use a grader that needs none (the judge, json, a code grader)",
+                    details={"grader": self.name, "reference": None},
+                )
+            reference = ""  # read by no check that needs none
+        size = sum(len(a.text) + len(reference) for a in group.answers)
         if size <= INLINE_CHARS:
-            return self._grade_all(group, options)
-        return await asyncio.to_thread(self._grade_all, group, options)
+            return self._grade_all(group, reference, options)
+        return await asyncio.to_thread(self._grade_all, group, reference, options)
 
-    def _grade_all(self, group: Group, options: RuleOptions) -> GroupGrades:
+    def _grade_all(self, group: Group, reference: str, options: RuleOptions) -> GroupGrades:
         if self._group_rule is not None:
-            return self._grade_group(self._group_rule, group, options)
-        return GroupGrades({a.id: self._grade_one(a.text, group.reference, options) for a in group.answers})
+            return self._grade_group(self._group_rule, group, reference, options)
+        return GroupGrades({a.id: self._grade_one(a.text, reference, options) for a in group.answers})
 
-    def _grade_group(self, rule: GroupRuleGrader, group: Group, options: RuleOptions) -> GroupGrades:
+    def _grade_group(
+        self, rule: GroupRuleGrader, group: Group, reference: str, options: RuleOptions
+    ) -> GroupGrades:
         try:
             answers = [a.text for a in group.answers]
-            grades = rule.grade_group(answers, group.reference, group.conversation_text(), options)
+            grades = rule.grade_group(answers, reference, group.conversation_text(), options)
         except ValueError as exc:
             raise InvalidGroupError(f"grader '{self.name}': {exc}") from exc
         return GroupGrades(

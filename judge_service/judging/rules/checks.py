@@ -59,6 +59,7 @@ class JsonGrader:
     """Valid JSON (optionally fenced or inside prose), and valid against `options.json_schema` if set."""
 
     name = "json"
+    needs_reference = False
 
     def grade(self, answer: str, reference: str, options: RuleOptions) -> Grade:
         validator = (

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from judge_service.adapters.groups import GroupOptions, SplitGroupError, group_spans, prepare, request_options
+from judge_service.adapters.groups import (
+    GroupOptions,
+    SplitGroupError,
+    group_spans,
+    prepare,
+    reference_of,
+    request_options,
+)
 
 
 def test_group_ids_cut_the_batch_where_the_id_changes_even_if_prompts_repeat() -> None:
@@ -71,3 +78,19 @@ def test_request_options_go_into_every_group() -> None:
     batch = prepare(["p", "p"], ["a", "b"], ["r", "r"], num_generations=2, options=options, step=0)
     (request,) = batch.requests.values()
     assert request.grader == "jury" and request.jury is not None and request.jury.aggregate == "min"
+
+
+def test_a_missing_or_empty_gold_answer_is_sent_as_no_reference() -> None:
+    assert reference_of(None) is None and reference_of("") is None and reference_of("  \n") is None
+    assert reference_of(42) == "42" and reference_of("a\x07b") == "ab"  # text, control characters dropped
+    batch = prepare(
+        ["p", "p", "q", "q", "r", "r"],
+        ["a", "b", "c", "d", "e", "f"],
+        ["ref", "ref", None, None, "", ""],
+        num_generations=2,
+        options=GroupOptions(),
+        step=None,
+    )
+    assert [r.reference for r in batch.requests.values()] == ["ref", None, None]
+    without = prepare(["p", "p"], ["a", "b"], None, num_generations=2, options=GroupOptions(), step=None)
+    assert [r.reference for r in without.requests.values()] == [None]
