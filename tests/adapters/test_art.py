@@ -35,7 +35,10 @@ def test_judge_score_group_on_real_trajectory_groups(service: ServiceProcess) ->
     assert seen["free_kept"] == 4
     (free,) = httpx.get(f"{service.url}/v1/runs/art-free/judgements").json()["items"]
     assert free["prompt_version"].startswith("judge_group/no_reference@")
-    assert httpx.get(f"{service.url}/v1/judgements/{free['judgement_id']}").json()["request"]["reference"] is None
+    assert (
+        httpx.get(f"{service.url}/v1/judgements/{free['judgement_id']}").json()["request"]["reference"]
+        is None
+    )
 
     stored = httpx.get(f"{service.url}/v1/runs/art-run/judgements").json()["items"]
     assert [(j["step"], len(j["answers"])) for j in stored] == [(3, 4)]
