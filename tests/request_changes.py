@@ -46,7 +46,40 @@ _MESSAGES = st.lists(
     min_size=1,
     max_size=3,
 )
-_ANSWER = st.fixed_dictionaries({"id": _pattern(ANSWER_ID_PATTERN), "text": TEXT})
+_TEXT_ANSWER = st.fixed_dictionaries({"id": _pattern(ANSWER_ID_PATTERN), "text": TEXT})
+_CALL_ID = _pattern(r"[A-Za-z0-9_]{1,12}")
+_TOOL_NAME = _pattern(r"[a-z_]{1,12}")
+
+
+def _trajectory(call_id: str, tool: str, arguments: str, result: str, final: str) -> list[dict[str, Any]]:
+    call = {"id": call_id, "function": {"name": tool, "arguments": arguments}}
+    return [
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": call_id, "content": result},
+        {"role": "assistant", "content": final},
+    ]
+
+
+_TRAJECTORY_ANSWER = st.fixed_dictionaries(
+    {
+        "id": _pattern(ANSWER_ID_PATTERN),
+        "messages": st.builds(_trajectory, _CALL_ID, _TOOL_NAME, TEXT, TEXT, TEXT),
+    }
+)
+_ANSWER = st.one_of(_TEXT_ANSWER, _TRAJECTORY_ANSWER)
+# Answers of text alone: trajectories, like tools, change how the judge is asked (its fingerprint).
+TEXT_ANSWERS = st.lists(_TEXT_ANSWER, min_size=1, max_size=4, unique_by=lambda a: a["id"])
+_TOOLS = st.lists(
+    st.fixed_dictionaries(
+        {
+            "type": st.just("function"),
+            "function": st.fixed_dictionaries({"name": _TOOL_NAME}, optional={"description": TEXT}),
+        }
+    ),
+    min_size=1,
+    max_size=3,
+    unique_by=lambda t: t["function"]["name"],
+)
 _CRITERION = st.fixed_dictionaries(
     {
         "name": _pattern(CRITERION_NAME_PATTERN),
@@ -118,6 +151,7 @@ SHARED: dict[str, st.SearchStrategy[Any]] = {
 JUDGE_FIELDS: dict[str, st.SearchStrategy[Any]] = {
     **SHARED,
     "answers": st.lists(_ANSWER, min_size=1, max_size=4, unique_by=lambda a: a["id"]),
+    "tools": _TOOLS,
     "group_key": st.text(st.characters(blacklist_categories=("Cc", "Cs")), max_size=40),
     "seed": st.integers(0, 2**32 - 1),
     "reason_language": _one_of_literal(ReasonLanguage),
@@ -125,7 +159,7 @@ JUDGE_FIELDS: dict[str, st.SearchStrategy[Any]] = {
 
 MEMBER_FIELDS: dict[str, st.SearchStrategy[Any]] = {
     **SHARED,
-    "answer": _ANSWER,
+    "answer": _TEXT_ANSWER,  # a member's answer is text
     "group_key": NON_EMPTY,
     "group_size": st.integers(1, MAX_ANSWERS),
     "deadline_s": st.floats(0.01, 3600),

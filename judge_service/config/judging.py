@@ -88,6 +88,21 @@ class JudgingSettings(BaseSettings):
         description="Show the judge the answers in a seeded shuffled order (position bias); the seed and "
         "order are stored with the judgement.",
     )
+    trajectory_result_chars: int = Field(
+        default=2000,
+        ge=200,
+        le=100_000,
+        description="A trajectory's tool result or call arguments longer than this are shown to the judge "
+        "cut in the middle, with a mark saying how many characters went (docs/trajectories.md).",
+    )
+    trajectory_max_chars: int = Field(
+        default=24_000,
+        ge=1000,
+        le=1_000_000,
+        description="An answer's trajectory still longer than this, once results are cut, is shown with the "
+        "text of its middle steps cut, from the middle outwards; the first and last two steps and every "
+        "call stay (docs/trajectories.md).",
+    )
 
     @property
     def embedded_judge(self) -> bool:

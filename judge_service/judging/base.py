@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, TypeVar
 
-from judge_service.schemas import Answer, ChatMessage, JudgeRequest, ThinkingAttempt, Usage
+from judge_service.schemas import Answer, ChatMessage, JudgeRequest, ThinkingAttempt, Tool, Usage
 
 
 @dataclass(frozen=True)
@@ -48,11 +48,18 @@ class Group:
     answers: Sequence[Answer]
     item: Mapping[str, Any] | None = None  # the task row's grader fields, never shown to the judge
     canary: Answer | None = None  # not among `answers` (module docstring)
+    tools: Sequence[Tool] | None = None  # the tools the policy saw (trajectories)
 
     @classmethod
     def of(cls, request: JudgeRequest, judgement_id: str, *, canary: Answer | None = None) -> Group:
         return cls(
-            judgement_id, request.conversation, request.reference, request.answers, request.item, canary
+            judgement_id,
+            request.conversation,
+            request.reference,
+            request.answers,
+            request.item,
+            canary,
+            request.tools,
         )
 
     def with_canary(self, order: Sequence[str], index: int = 0) -> list[str]:

@@ -30,8 +30,6 @@ from judge_service.schemas.common import (
     MAX_TEXT_CHARS,
     RUN_ID_PATTERN,
     STORED,
-    Answer,
-    ChatMessage,
     Item,
     ResponseModel,
     StrictModel,
@@ -80,6 +78,14 @@ from judge_service.schemas.jury import (
     JuryOptions,
 )
 from judge_service.schemas.member import MAX_MEMBER_DEADLINE_S, MemberRequest, MemberResponse
+from judge_service.schemas.messages import (
+    Answer,
+    ChatMessage,
+    FunctionCall,
+    Tool,
+    ToolCall,
+    ToolFunction,
+)
 from judge_service.schemas.quality import (
     LABELER_PATTERN,
     AgreementReport,
@@ -212,6 +218,7 @@ __all__ = [
     "FingerprintAgreement",
     "FingerprintCount",
     "Finite",
+    "FunctionCall",
     "GraderInfo",
     "GraderKind",
     "GraderList",
@@ -268,6 +275,9 @@ __all__ = [
     "ThinkingSwitch",
     "ThresholdRate",
     "Timings",
+    "Tool",
+    "ToolCall",
+    "ToolFunction",
     "Unicode",
     "Usage",
     "canonical_json",

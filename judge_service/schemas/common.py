@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo
 
@@ -131,6 +131,9 @@ def _json_bytes(value: Any) -> int:
         ) from None
 
 
+JsonSchema = Annotated[dict[str, Any], AfterValidator(_bounded_depth)]
+"""A caller's JSON Schema: of bounded depth, finite numbers, whole characters."""
+
 MAX_ITEM_BYTES = 65_536  # `item`, as canonical JSON
 MAX_ITEM_DEPTH = 16
 
@@ -168,21 +171,6 @@ REFERENCE_DESCRIPTION = (
     "the answers with each other and the task (docs/reference-free.md); graders that compare with a "
     "reference refuse it."
 )
-
-
-class ChatMessage(StrictModel):
-    role: Literal["system", "user", "assistant"]
-    content: Text = Field(max_length=MAX_TEXT_CHARS)
-
-
-class Answer(StrictModel):
-    id: str = Field(
-        pattern=ANSWER_ID_PATTERN,
-        description="Caller-given id, unique in the group: 1-64 of letters, digits, '_', '.', ':', '-'.",
-    )
-    text: Text = Field(
-        max_length=MAX_TEXT_CHARS, description="The policy model's answer, verbatim; may be empty."
-    )
 
 
 def _refuse_duplicates(what: str, values: list[str]) -> None:

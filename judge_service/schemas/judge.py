@@ -19,8 +19,6 @@ from judge_service.schemas.common import (
     MAX_TEXT_CHARS,
     REFERENCE_DESCRIPTION,
     RUN_ID_PATTERN,
-    Answer,
-    ChatMessage,
     Item,
     ResponseModel,
     StrictModel,
@@ -32,6 +30,7 @@ from judge_service.schemas.comparison import COMPARISON_DESCRIPTION, ComparisonO
 from judge_service.schemas.errors import ErrorBody
 from judge_service.schemas.graders import GraderTerm
 from judge_service.schemas.jury import JURY_DESCRIPTION, AnswerJury, JuryOptions
+from judge_service.schemas.messages import MAX_TOOLS, Answer, ChatMessage, Tool, check_tool_turns
 from judge_service.schemas.rubrics import (
     MAX_CRITERIA,
     RUBRIC_DESCRIPTION,
@@ -81,6 +80,13 @@ class JudgeRequest(StrictModel):
     conversation: list[ChatMessage] = Field(min_length=1, max_length=64)
     reference: Text | None = Field(default=None, max_length=MAX_TEXT_CHARS, description=REFERENCE_DESCRIPTION)
     answers: list[Answer] = Field(min_length=1, max_length=MAX_ANSWERS)
+    tools: list[Tool] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_TOOLS,
+        description="The tools the policy was given (OpenAI's form): shown to the judge once, before the "
+        "answers, so it can tell a well-formed call from a hallucinated one (docs/trajectories.md).",
+    )
     criteria: list[Criterion] | None = Field(
         default=None,
         min_length=1,
@@ -123,7 +129,19 @@ class JudgeRequest(StrictModel):
         # request holds both, the rubric and the items it was judged on.
         _refuse_duplicates("answer id", [a.id for a in self.answers])
         _check_criteria(self.criteria, None)
+        check_tool_turns(self.conversation, self.answers)
+        if self.tools is not None:
+            _refuse_duplicates("tool name", [t.function.name for t in self.tools])
         return self
+
+    @property
+    def structured(self) -> bool:
+        """Whether the group holds more than text: tools, tool turns, or an answer's trajectory."""
+        return (
+            self.tools is not None
+            or any(a.messages is not None for a in self.answers)
+            or any(m.structured for m in self.conversation)
+        )
 
 
 class CriterionMark(ResponseModel):

@@ -16,8 +16,6 @@ from judge_service.schemas.common import (
     MAX_TEXT_CHARS,
     REFERENCE_DESCRIPTION,
     RUN_ID_PATTERN,
-    Answer,
-    ChatMessage,
     Item,
     ResponseModel,
     StrictModel,
@@ -36,6 +34,7 @@ from judge_service.schemas.judge import (
     ScoreFrom,
 )
 from judge_service.schemas.jury import JURY_DESCRIPTION, JuryOptions
+from judge_service.schemas.messages import Answer, ChatMessage
 from judge_service.schemas.rubrics import (
     MAX_CRITERIA,
     RUBRIC_DESCRIPTION,
@@ -99,6 +98,10 @@ class MemberRequest(StrictModel):
     @model_validator(mode="after")
     def _checked_criteria(self) -> MemberRequest:
         _check_criteria(self.criteria, None)
+        if self.answer.messages is not None:  # the member tables hold an answer's text
+            raise ValueError(
+                "a member's answer is text; send a group of trajectories (messages) to POST /v1/judge"
+            )
         return self
 
     def group_fields(self) -> dict[str, Any]:

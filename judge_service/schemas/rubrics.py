@@ -10,13 +10,13 @@ from pydantic import ConfigDict, Field, model_validator
 from judge_service.schemas.common import (
     CRITERION_NAME_PATTERN,
     MAX_TEXT_CHARS,
-    ChatMessage,
     ResponseModel,
     StrictModel,
     Text,
     Usage,
     _refuse_duplicates,
 )
+from judge_service.schemas.messages import ChatMessage
 
 # Rubrics (service/rubrics.py, judging/llm/rubric_writer.py; docs/rubrics.md): an id is "rb_" and 24 hex
 # digits of a hash of what the rubric was made from; "@N" names one version (edits add versions).

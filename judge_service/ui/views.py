@@ -124,12 +124,20 @@ def answer_rows(
 ) -> list[dict[str, Any]]:
     """Each answer's result with its text (and its score before a regrade); by score: best first, unscored
     last, where they stand out."""
-    texts = {a.id: a.text for a in stored.request.answers}
+    sent = {a.id: a for a in stored.request.answers}
     old_scores = {a.id: a.score for a in old.answers} if old is not None else {}
     results = list(stored.answers)
     if by_score:
         results.sort(key=lambda a: (a.score is None, -(a.score or 0.0)))
-    return [{"result": a, "text": texts.get(a.id, ""), "old_score": old_scores.get(a.id)} for a in results]
+    return [
+        {
+            "result": a,
+            "text": sent[a.id].text if a.id in sent else "",
+            "messages": sent[a.id].messages if a.id in sent else None,  # a trajectory, shown as its turns
+            "old_score": old_scores.get(a.id),
+        }
+        for a in results
+    ]
 
 
 @dataclass

@@ -113,20 +113,56 @@ def _known_graders(body: object) -> None:
     graders instead of stopping at the name; an unknown name's 422 has tests of its own."""
     if not isinstance(body, dict):
         return
+    names = GRADER_NAMES if body.get("reference") else REFERENCE_FREE_GRADER_NAMES
     if isinstance(body.get("grader"), str):
-        body["grader"] = GRADER_NAMES[len(body["grader"]) % len(GRADER_NAMES)]
+        body["grader"] = names[len(body["grader"]) % len(names)]
     for index, term in enumerate(body.get("terms") or []):
         if isinstance(term, dict) and isinstance(term.get("grader"), str):
-            term["grader"] = GRADER_NAMES[index % len(GRADER_NAMES)]
+            term["grader"] = names[index % len(names)]
+    body.pop("jury", None)  # options of the jury grader, which is not among the names
 
 
 GRADER_NAMES = ["judge", "similarity", "numbers", "exact", "contains", "json", "label"]
+REFERENCE_FREE_GRADER_NAMES = ["judge", "json"]
+
+
+def _tool_turns_answer_calls(body: object) -> None:
+    """What the description cannot state about trajectories made true: a tool turn answers a call made
+    before it (one that answers none becomes a user turn), and an answer's trajectory has an assistant
+    turn and no second text; a tool turn answering no call has tests of its own."""
+    if not isinstance(body, dict):
+        return
+    made = _answer_earlier_calls(body.get("conversation") or [], set())
+    for answer in body.get("answers") or []:
+        if isinstance(answer, dict) and isinstance(answer.get("messages"), list):
+            _answer_earlier_calls(answer["messages"], set(made))
+            answer.pop("text", None)
+            answer["messages"].append({"role": "assistant", "content": "done"})
+
+
+def _answer_earlier_calls(messages: list[object], made: set[str]) -> set[str]:
+    for message in messages:
+        if not isinstance(message, dict):
+            continue
+        for call in message.get("tool_calls") or []:
+            if isinstance(call, dict):
+                call["id"] = f"call-{next(_unique)}"
+                made.add(call["id"])
+        if message.get("role") == "tool":
+            if made:
+                message["tool_call_id"] = sorted(made)[0]
+            else:
+                message.update(role="user")
+                message.pop("tool_call_id", None)
+                message.pop("name", None)
+    return made
 
 
 def test_valid_groups_are_mostly_judged() -> None:
     """Schema-valid bodies for POST /v1/judge (positive mode), grader names made ones that exist: rules
     the schema cannot state (answer ids unique, a term's grader named twice) refuse some, but a good
-    share must reach the graders and come back 200."""
+    share must reach the graders and come back 200; what the schema cannot state about grader names
+    and trajectories is made true first."""
     outcomes: Counter[int] = Counter()
     judge = schema["/v1/judge"]["POST"]
 
@@ -136,6 +172,7 @@ def test_valid_groups_are_mostly_judged() -> None:
     def judged(case: schemathesis.Case) -> None:
         _prepare(case)
         _known_graders(case.body)
+        _tool_turns_answer_calls(case.body)
         response = case.call_and_validate(checks=CHECKS)
         outcomes[response.status_code] += 1
 

@@ -112,13 +112,15 @@ NAMES = [
     "thinking_special_markers",
     "thinking_switch",
     "thinking_template_kwarg",
+    "trajectory_max_chars",
+    "trajectory_result_chars",
     "workers",
 ]
 
 
 def test_the_setting_names_are_pinned() -> None:
     assert sorted(Settings.model_fields) == NAMES
-    assert len(NAMES) == 98
+    assert len(NAMES) == 100  # 98 when the slices were cut, then the two trajectory cuts
 
 
 def test_each_setting_belongs_to_one_slice() -> None:

@@ -19,7 +19,7 @@ from judge_service.judging.base import AnswerGrade, Group, GroupGrades
 from judge_service.judging.code.pool import CallResult, WorkerPool
 from judge_service.judging.code.spec import CodeGraderSpec
 from judge_service.metrics import JudgeMetrics
-from judge_service.schemas import JudgeRequest
+from judge_service.schemas import Answer, JudgeRequest
 
 _MAX_DETAILS_BYTES = 4096  # explanation fields kept per answer
 
@@ -149,11 +149,19 @@ def sample_of(text: str) -> dict[str, Any]:
     return {"output_text": text, "output_json": parsed}
 
 
+def _answer_argument(answer: Answer) -> dict[str, Any]:
+    """An answer as a group grader reads it: its text, and its trajectory's turns where it has them."""
+    if answer.messages is None:
+        return {"id": answer.id, "text": answer.text}
+    turns = [m.model_dump() for m in answer.messages]
+    return {"id": answer.id, "text": answer.text, "messages": turns}
+
+
 def _group_argument(group: Group, item: dict[str, Any]) -> dict[str, Any]:
     return {
         "conversation": [m.model_dump() for m in group.conversation],
         "reference": group.reference,
-        "answers": [{"id": a.id, "text": a.text} for a in group.answers],
+        "answers": [_answer_argument(a) for a in group.answers],
         "item": item,
     }
 

@@ -75,6 +75,7 @@ class ComparisonGrading:
     seed: int | None
     reason_language: str | None
     referenced: bool = True  # False: a group without a reference (the no_reference/ compare prompts)
+    structured: bool = False  # tools or trajectories (turns.py)
 
 
 class ComparisonGrader:
@@ -134,6 +135,7 @@ class ComparisonGrader:
             request.seed,
             reason_language,
             referenced,
+            request.structured,
         )
 
     def config(self, options: ComparisonGrading) -> Mapping[str, Any]:
@@ -158,6 +160,9 @@ class ComparisonGrader:
             judge["chat_template"] = self._caller.chat_template_sha256
         if not options.referenced:  # only then: fingerprints of groups with a reference are as before
             judge["reference"] = None
+        if options.structured:
+            cuts = self._caller.cuts
+            judge["trajectory"] = {"result_chars": cuts.result_chars, "max_chars": cuts.answer_chars}
         return {
             "compare": judge,
             "comparison": comparison,
@@ -175,6 +180,8 @@ class ComparisonGrader:
             list(options.criteria),
             self._caller.reason_max_chars,
             reason_language_name(options.reason_language, group.conversation_text()),
+            tools=group.tools,
+            cuts=self._caller.cuts,
         )
         match = _Matches(self._caller, content, group.judgement_id)
         pairs: list[Pair] = []

@@ -26,8 +26,9 @@ reason. Every attempt's thinking is kept beside its raw output.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
-from collections.abc import Awaitable, Iterable
+from collections.abc import Awaitable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from judge_service.backends.base import (
@@ -62,6 +63,7 @@ from judge_service.judging.llm.thinking import (
     smaller_budget,
     truncated_note,
 )
+from judge_service.judging.llm.turns import TrajectoryCuts
 from judge_service.metrics import JudgeMetrics
 from judge_service.schemas import (
     Answer,
@@ -69,6 +71,7 @@ from judge_service.schemas import (
     Criterion,
     Thinking,
     ThinkingAttempt,
+    Tool,
     Usage,
 )
 
@@ -96,6 +99,7 @@ class OrderPlan:
     # answers are marked as if it were not there; one group prompt shows it to all.
     alone: str | None = None
     reasons: bool = True  # False asks for marks only (parser.py)
+    tools: Sequence[Tool] | None = None  # the tools the policy saw, shown once (turns.py)
 
 
 @dataclass(frozen=True)
@@ -168,6 +172,7 @@ class JudgeCaller:
         # The defaults that follow the judge (embedded or chosen) and the chat template's file, resolved
         # once: the defaults of requests that name none (judge.py), and part of the fingerprint.
         self.reason_max_chars = settings.resolved_reason_max_chars()
+        self.cuts = TrajectoryCuts(settings.trajectory_result_chars, settings.trajectory_max_chars)
         self.reason_words = settings.resolved_reason_words()
         self.decoding: Decoding = settings.resolved_decoding()
         self.default_thinking = thinking.resolved_thinking()
@@ -263,10 +268,20 @@ class JudgeCaller:
         conversation, reference = plan.conversation, plan.reference
         ids = [a.id for a in answers]
         profile = self._backend.thinking_profile
+        clean = None
         if profile is not None and profile.thinks:
             conversation, reference, answers = _without_markers(conversation, reference, answers, profile)
+            clean = functools.partial(neutralise_markers, markers=profile.markers())
         group = GroupContent(
-            conversation, reference, answers, criteria, self.reason_max_chars, plan.reason_language
+            conversation,
+            reference,
+            answers,
+            criteria,
+            self.reason_max_chars,
+            plan.reason_language,
+            tools=plan.tools,
+            cuts=self.cuts,
+            clean=clean,
         )
         names = [c.name for c in criteria]
         binary = binary_names(criteria)

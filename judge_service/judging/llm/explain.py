@@ -68,6 +68,7 @@ async def explain_marks(
         reason_language=reason_language,
         alone=None if canary is None else canary.id,
         reasons=False,
+        tools=request.tools,
     )
     calls = await caller.prepare(plan)
     wanted = [c for c in calls if any(a in marks and a != _id(canary) for a in c.answer_ids)]

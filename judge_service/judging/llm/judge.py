@@ -68,6 +68,7 @@ class JudgeOptions:
     # in place of each prompt's items (docs/rubrics.md).
     rubric: str | None = None
     referenced: bool = True  # False: a group without a reference, judged with the no_reference/ prompts
+    structured: bool = False  # tools or trajectories: shown by turns.py, under its cuts
 
 
 class LLMJudge:
@@ -135,6 +136,7 @@ class LLMJudge:
             reasons,
             self.rubric_config(referenced=referenced) if request.rubric == "generate" else None,
             referenced,
+            request.structured,
         )
 
     def rubric_config(self, *, referenced: bool = True) -> str:
@@ -212,6 +214,9 @@ class LLMJudge:
             judge["chat_template"] = self._caller.chat_template_sha256
         if not options.referenced:  # only then: fingerprints of groups with a reference are as before
             judge["reference"] = None
+        if options.structured:  # how much of a trajectory the judge sees
+            cuts = self._caller.cuts
+            judge["trajectory"] = {"result_chars": cuts.result_chars, "max_chars": cuts.answer_chars}
         if options.rubric is not None:  # a rubric per prompt: how it is made, not each prompt's items
             return {"judge": judge, "orders": options.orders, "rubric": options.rubric}
         criteria = [criterion_config(c) for c in options.criteria]
@@ -260,6 +265,7 @@ class LLMJudge:
                     thinking=options.thinking,
                     alone=None if group.canary is None else group.canary.id,
                     reasons=inline,
+                    tools=group.tools,
                 )
             )
             for i, order in enumerate(orders)

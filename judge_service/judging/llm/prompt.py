@@ -26,12 +26,20 @@ from __future__ import annotations
 
 import functools
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import jinja2
 
-from judge_service.schemas import Answer, ChatMessage, Criterion, Decoding
+from judge_service.judging.llm.turns import (
+    DEFAULT_CUTS,
+    Clean,
+    TrajectoryCuts,
+    shown_answer,
+    shown_conversation,
+)
+from judge_service.schemas import Answer, ChatMessage, Criterion, Decoding, Tool
 
 # (decoding, reasons written inline) -> (system template, user template)
 _PARTS: dict[tuple[Decoding, bool], tuple[str, str]] = {
@@ -53,7 +61,7 @@ NO_REFERENCE = "no_reference/"
 REASON_LANGUAGE_LINE = "Write every reason in {}."
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class GroupContent:
     """What a prompt shows: the group in the order the judge sees it, the rubric and the reason bound."""
 
@@ -63,6 +71,39 @@ class GroupContent:
     criteria: list[Criterion]
     reason_max_chars: int
     reason_language: str | None = None  # a language's English name: "Write every reason in German."
+    tools: Sequence[Tool] | None = None  # the tools the policy saw
+    cuts: TrajectoryCuts = DEFAULT_CUTS  # how much of a trajectory is shown (turns.py)
+    clean: Clean | None = None  # what the text inside turns goes through (a thinking judge's markers)
+
+    @functools.cached_property
+    def structured(self) -> bool:
+        """Whether the group needs turns.py: tools, tool turns, or an answer's trajectory."""
+        return (
+            bool(self.tools)
+            or any(a.messages is not None for a in self.answers)
+            or any(m.structured for m in self.conversation)
+        )
+
+    def shown(self) -> tuple[Sequence[object], Sequence[object]]:
+        """(conversation, answers) as the templates read them: the group's own for plain text (the
+        templates escape it), else turns.py's markup."""
+        if not self.structured:
+            return self.conversation, self.answers
+        clean = self.clean or _unchanged
+        return (
+            shown_conversation(self.conversation, self.tools, self.cuts, clean),
+            [shown_answer(a, self.tools, self.cuts, clean) for a in self.answers],
+        )
+
+    def shown_answer(self, answer: Answer) -> object:
+        """One answer's text as a template reads it (comparisons)."""
+        if not self.structured:
+            return answer.text
+        return shown_answer(answer, self.tools, self.cuts, self.clean or _unchanged).text
+
+
+def _unchanged(text: str) -> str:
+    return text
 
 
 @dataclass(frozen=True)
@@ -186,7 +227,8 @@ class PromptRenderer:
     ) -> RenderedPrompt:
         """The prompt asking the judge to write a checklist of `items` items for a conversation."""
         (system, user), version = self._chosen(self._rubric, RUBRIC, reference is not None)
-        shown = {"conversation": conversation, "reference": reference, "items": items}
+        content = GroupContent(conversation, reference, [], [], 0)
+        shown = {"conversation": content.shown()[0], "reference": reference, "items": items}
         return RenderedPrompt(
             messages=[
                 {"role": "system", "content": system.render(items=items)},
@@ -205,11 +247,12 @@ class PromptRenderer:
         (system_template, user), version = self._chosen(self._compare, COMPARE, group.reference is not None)
         system = system_template.render(criteria=group.criteria, reason_max_chars=group.reason_max_chars)
         system = _with_language(system, group.reason_language)
+        conversation, _ = group.shown()
         shown = user.render(
-            conversation=group.conversation,
+            conversation=conversation,
             reference=group.reference,
-            first=first.text,
-            second=second.text,
+            first=group.shown_answer(first),
+            second=group.shown_answer(second),
             criteria=group.criteria,
         )
         return RenderedPrompt(
@@ -222,10 +265,11 @@ class PromptRenderer:
         kind: PromptKind = ("group", reasons, is_checklist(group.criteria), group.reference is not None)
         version = self.version_of("group", reasons=reasons, checklist=kind[2], referenced=kind[3])
         system = self._system_for(kind, tuple(group.criteria), group.reason_max_chars, group.reason_language)
+        conversation, answers = group.shown()
         user = self._templates[kind][1].render(
-            conversation=group.conversation,
+            conversation=conversation,
             reference=group.reference,
-            answers=group.answers,
+            answers=answers,
             criteria=group.criteria,
         )
         return RenderedPrompt(
@@ -239,10 +283,11 @@ class PromptRenderer:
         version = self.version_of("per_answer", reasons=reasons, checklist=kind[2], referenced=kind[3])
         system = self._system_for(kind, tuple(group.criteria), group.reason_max_chars, group.reason_language)
         user = self._templates[kind][1]
+        conversation, answers = group.shown()
         shown = {
-            "conversation": group.conversation,
+            "conversation": conversation,
             "reference": group.reference,
-            "answers": group.answers,
+            "answers": answers,
             "criteria": group.criteria,
         }
         return [

@@ -20,7 +20,7 @@ from judge_service.judging.llm.prompt import PromptRenderer
 from judge_service.judging.registry import GraderRegistry
 from judge_service.metrics import JudgeMetrics
 from judge_service.schemas import JudgeRequest
-from tests.request_changes import JUDGE_FIELDS, change
+from tests.request_changes import JUDGE_FIELDS, TEXT_ANSWERS, change
 from tests.unit.requests import CRITERION, request
 
 PROMPTS = PACKAGED_PROMPTS
@@ -127,11 +127,32 @@ GRADING: dict[str, tuple[Any, ThinkingProfile | None]] = {
     "cascade": ({"rule": "numbers", "judge": "ties"}, None),
 }
 OTHER_GRADERS = {"options", "comparison", "jury"}
+# Fields of the group whose presence, not their value, changes how the judge is asked (docs/trajectories.md).
+SHAPING = {"tools"}
+TOOL = {"type": "function", "function": {"name": "search", "parameters": {"type": "object"}}}
 
 
 def test_every_request_field_is_of_the_group_of_the_grading_or_of_other_graders() -> None:
-    assert OF_THE_GROUP | set(GRADING) | OTHER_GRADERS == set(JudgeRequest.model_fields)
-    assert len(OF_THE_GROUP) + len(GRADING) + len(OTHER_GRADERS) == len(JudgeRequest.model_fields)
+    fields = set(JudgeRequest.model_fields)
+    assert OF_THE_GROUP | set(GRADING) | OTHER_GRADERS | SHAPING == fields
+    assert len(OF_THE_GROUP) + len(GRADING) + len(OTHER_GRADERS) + len(SHAPING) == len(fields)
+
+
+def test_a_group_without_a_reference_or_with_structure_is_judged_under_a_fingerprint_of_its_own() -> None:
+    plain = fp(request())
+    assert fp(request(reference=None)) != plain
+    with_tools = fp(request(tools=[TOOL]))
+    assert with_tools != plain and fp(request(reference=None, tools=[TOOL])) not in (plain, with_tools)
+    other_tool = {"type": "function", "function": {"name": "fetch", "description": "gets a page"}}
+    assert fp(request(tools=[other_tool])) == with_tools  # which tools: the group's, not the grading's
+    steps = [
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "function": {"name": "search"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "found"},
+        {"role": "assistant", "content": "done"},
+    ]
+    trajectory = request(answers=[{"id": "t1", "messages": steps}, {"id": "t2", "text": "done"}])
+    assert fp(trajectory) == with_tools
+    assert fp(request(reference="another reference")) == plain
 
 
 @pytest.mark.parametrize("field", sorted(GRADING))
@@ -142,7 +163,9 @@ def test_each_field_of_the_grading_changes_the_fingerprint(field: str) -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(change({name: JUDGE_FIELDS[name] for name in OF_THE_GROUP | OTHER_GRADERS}))
+@given(
+    change({name: JUDGE_FIELDS[name] for name in OF_THE_GROUP | OTHER_GRADERS} | {"answers": TEXT_ANSWERS})
+)
 def test_fields_of_the_group_and_of_other_graders_leave_the_judges_fingerprint(
     field_value: tuple[str, Any],
 ) -> None:
