@@ -86,9 +86,12 @@ class ChatMessage(StrictModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _openai_forms(cls, data: Any) -> Any:
-        """Null content is empty text, text parts are joined, an empty tool_calls list is none."""
-        if not isinstance(data, dict):
+    def _openai_forms(cls, data: Any, info: ValidationInfo) -> Any:
+        """Null content is empty text, text parts are joined, an empty tool_calls list is none; each role
+        takes its own fields. A plain {role, content} of a role without tool fields pays one look."""
+        if type(data) is not dict or (
+            len(data) == 2 and type(data.get("content")) is str and data.get("role") != "tool"
+        ):
             return data
         content = data.get("content")
         if content is None and "content" in data:
@@ -97,19 +100,9 @@ class ChatMessage(StrictModel):
             data = {**data, "content": _joined_parts(content)}
         if data.get("tool_calls") == []:
             data = {**data, "tool_calls": None}
+        if info.context != STORED:
+            _check_fields_of_the_role(data)
         return data
-
-    @model_validator(mode="after")
-    def _fields_of_the_role(self, info: ValidationInfo) -> ChatMessage:
-        if info.context == STORED:
-            return self
-        if self.tool_calls is not None and self.role != "assistant":
-            raise ValueError(f"only an assistant turn makes tool_calls, not a {self.role} turn")
-        if self.role == "tool" and self.tool_call_id is None:
-            raise ValueError("a tool turn needs tool_call_id: the id of the call it answers")
-        if self.role != "tool" and (self.tool_call_id is not None or self.name is not None):
-            raise ValueError(f"tool_call_id and name belong to tool turns, not a {self.role} turn")
-        return self
 
     @property
     def structured(self) -> bool:
@@ -160,6 +153,16 @@ class ChatMessage(StrictModel):
         return schema
 
 
+def _check_fields_of_the_role(data: dict[str, Any]) -> None:
+    role = data.get("role")
+    if data.get("tool_calls") is not None and role != "assistant":
+        raise ValueError(f"only an assistant turn makes tool_calls, not a {role} turn")
+    if role == "tool" and data.get("tool_call_id") is None:
+        raise ValueError("a tool turn needs tool_call_id: the id of the call it answers")
+    if role != "tool" and (data.get("tool_call_id") is not None or data.get("name") is not None):
+        raise ValueError(f"tool_call_id and name belong to tool turns, not a {role} turn")
+
+
 def _joined_parts(parts: list[Any]) -> str:
     texts = []
     for index, part in enumerate(parts):
@@ -200,6 +203,7 @@ class Answer(StrictModel):
     )
     messages: list[ChatMessage] | None = Field(
         default=None,
+        exclude_if=_absent,  # a text answer is written back as it was before trajectories
         min_length=1,
         max_length=MAX_TURNS,
         description="The answer as an agent's trajectory: its turns after the conversation, in OpenAI's "
