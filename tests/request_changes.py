@@ -105,6 +105,7 @@ _GRADER = _pattern(r"[a-z][a-z_+]{0,20}")
 # Request fields a group of the judge and a member share, name -> strategy of its values.
 SHARED: dict[str, st.SearchStrategy[Any]] = {
     "conversation": _MESSAGES,
+    "tools": _TOOLS,
     "reference": TEXT,
     "criteria": st.lists(_CRITERION, min_size=1, max_size=3, unique_by=lambda c: c["name"]),
     "rubric": _pattern(RUBRIC_REF_PATTERN),
@@ -151,7 +152,6 @@ SHARED: dict[str, st.SearchStrategy[Any]] = {
 JUDGE_FIELDS: dict[str, st.SearchStrategy[Any]] = {
     **SHARED,
     "answers": st.lists(_ANSWER, min_size=1, max_size=4, unique_by=lambda a: a["id"]),
-    "tools": _TOOLS,
     "group_key": st.text(st.characters(blacklist_categories=("Cc", "Cs")), max_size=40),
     "seed": st.integers(0, 2**32 - 1),
     "reason_language": _one_of_literal(ReasonLanguage),
@@ -159,7 +159,7 @@ JUDGE_FIELDS: dict[str, st.SearchStrategy[Any]] = {
 
 MEMBER_FIELDS: dict[str, st.SearchStrategy[Any]] = {
     **SHARED,
-    "answer": _TEXT_ANSWER,  # a member's answer is text
+    "answer": _ANSWER,
     "group_key": NON_EMPTY,
     "group_size": st.integers(1, MAX_ANSWERS),
     "deadline_s": st.floats(0.01, 3600),

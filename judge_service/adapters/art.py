@@ -10,20 +10,22 @@ with RULER, judged here by this service in one call that sees the whole group.
 As RULER does, it copies the trajectories (the group passed in is not changed), keeps each old reward in
 `metrics["independent_reward"]`, sets `reward` and `metrics["judge_score"]` (plus `judge_<criterion>`
 per criterion), and logs the judge's reasons on each trajectory. The conversation the judge sees is the
-messages all trajectories share; each trajectory's answer is the rest. A trajectory the judge could not
+messages all trajectories share; each trajectory's answer is the rest, as turns with their tool calls and
+results where it has them, and the tools the trajectories were given go with the group (turns.py,
+docs/trajectories.md). A trajectory the judge could not
 score is dropped from the group (ART needs a number; 0 would be a lie), with the reason in the group's
 logs. With `swallow_exceptions`, a failed call returns None (ART's gather drops the group), as in ART.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from judge_service.adapters.groups import as_conversation, clean, content_text, reason_of, reference_of
+from judge_service.adapters.groups import reason_of, reference_of
 from judge_service.adapters.groups import request_options as request_options_checked
+from judge_service.adapters.turns import as_answer, as_tools, as_turns
 from judge_service.client import AsyncJudgeClient, RetryPolicy
 from judge_service.schemas import Criterion, JudgeRequest
 
@@ -123,18 +125,20 @@ def _request(
     step: int | None,
     extra: Mapping[str, Any],
 ) -> JudgeRequest:
-    histories = [list(t.history().as_chat_completions_history().messages) for t in trajectories]
+    chats = [t.history().as_chat_completions_history() for t in trajectories]
+    histories = [list(chat.messages) for chat in chats]
     shared = _shared_prefix(histories)
-    conversation = as_conversation(histories[0][:shared]) if shared else [{"role": "user", "content": ""}]
+    conversation, made = as_turns(histories[0][:shared]) if shared else ([], {})
     if reference is None:
         found = group.metadata.get("reference")
         reference = found if isinstance(found, str) else None
     group_key = group.metadata.get("group_key")
     body: dict[str, Any] = {
         **extra,
-        "conversation": conversation,
+        "conversation": conversation or [{"role": "user", "content": ""}],
+        "tools": as_tools(chats[0].tools),
         "reference": reference_of(reference),
-        "answers": [{"id": f"t{i}", "text": _rest(h[shared:])} for i, h in enumerate(histories)],
+        "answers": [as_answer(f"t{i}", h[shared:], made) for i, h in enumerate(histories)],
         "run_id": run_id,
         "step": step,
         "group_key": group_key if isinstance(group_key, str) else None,
@@ -154,19 +158,3 @@ def _shared_prefix(histories: list[list[Any]]) -> int:
         n += 1
     # A lone trajectory (or identical ones) still has an answer: its last message at least.
     return min(n, shortest - 1) if shortest else 0
-
-
-def _rest(messages: list[Any]) -> str:
-    """A trajectory's own messages as text: replies, tool calls and tool results, in order."""
-    parts = []
-    for message in messages:
-        role = message.get("role", "assistant")
-        text = content_text(message.get("content"))
-        calls = message.get("tool_calls")
-        if calls:
-            text += ("\n" if text else "") + clean(json.dumps(calls, ensure_ascii=False, default=str))
-        if role == "assistant":
-            parts.append(text)
-        else:
-            parts.append(f"[{role}] {text}")
-    return "\n\n".join(p for p in parts if p)

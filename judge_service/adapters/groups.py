@@ -5,7 +5,8 @@ Groups: consecutive completions of one prompt. With `group_ids` (the trainer's o
 prompt) runs of equal ids are groups. With `num_generations` the batch is cut every that many completions
 and each cut must hold one prompt, else the group arrived split (several processes each got part of it)
 and the batch is refused with how to fix it; without either, runs of equal prompts are groups.
-Texts: a completion given as chat messages is the content of its messages; C0 control characters are
+Messages keep their roles, tool calls and results (turns.py); a completion given as chat messages is an
+answer's turns where the adapter sends them, else their text; C0 control characters are
 removed (the service refuses them; a policy under training can emit them). A group the service would
 refuse (a text over its size limit, say) is not sent: its completions are unscored with the reason.
 """
@@ -16,7 +17,6 @@ import asyncio
 import hashlib
 import json
 import logging
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any
@@ -34,20 +34,18 @@ from judge_service.schemas import (
     MemberRequest,
 )
 
+from .text import clean as clean  # the adapters import them from here too
+from .text import content_text as content_text
+from .turns import as_turns
+
 log = logging.getLogger("judge_service.adapters")
 
 CHUNK_GROUPS = 32  # groups per POST /v1/judge/batch; chunks are sent concurrently
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
-_ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "user"}
 
 
 class SplitGroupError(ValueError):
     """A group arrived split across reward calls (multi-process training): judging part of a group would
     rank its answers against the wrong siblings."""
-
-
-def clean(text: str) -> str:
-    return _CONTROL.sub("", text)
 
 
 def reference_of(value: Any) -> str | None:
@@ -59,31 +57,13 @@ def reference_of(value: Any) -> str | None:
     return text if text.strip() else None
 
 
-def content_text(content: Any) -> str:
-    """A message's content as text: a string, or the text parts of a list of content parts."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return clean(content)
-    if isinstance(content, Sequence):
-        parts = [p.get("text", "") if isinstance(p, Mapping) else str(p) for p in content]
-        return clean("\n".join(part for part in parts if part))
-    return clean(str(content))
-
-
-def as_conversation(prompt: str | Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
-    """A prompt as chat messages: text becomes one user message; messages keep their order, with
-    developer as system and tool results as user turns (the judge sees what the policy saw)."""
+def as_conversation(prompt: str | Sequence[Any]) -> list[dict[str, Any]]:
+    """A prompt as chat messages: text becomes one user message; messages keep their order, their tool
+    calls and their results (turns.py)."""
     if isinstance(prompt, str):
         return [{"role": "user", "content": clean(prompt)}]
-    messages = []
-    for message in prompt:
-        role = str(message.get("role", "user"))
-        text = content_text(message.get("content"))
-        if role == "tool":
-            text = f"[tool result] {text}"
-        messages.append({"role": _ROLES.get(role, "user"), "content": text})
-    return messages or [{"role": "user", "content": ""}]
+    turns, _ = as_turns(prompt)
+    return turns or [{"role": "user", "content": ""}]
 
 
 def completion_text(completion: str | Sequence[Mapping[str, Any]]) -> str:

@@ -5,12 +5,14 @@ deadline and minimum, the request judged for a closed group, and the replies a m
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Mapping
 from typing import Any, Literal
 
 from judge_service.config import MemberAssemblySettings
 from judge_service.errors import ConflictError, OverloadedError, ShuttingDownError
 from judge_service.schemas import (
+    Answer,
     AnswerResult,
     JudgeRequest,
     JudgeResponse,
@@ -21,6 +23,25 @@ from judge_service.service.idempotency import request_hash
 from judge_service.store.base import KeyedJudgement
 
 ClosedBy = Literal["size", "deadline", "stored"]
+
+# A member's answer is held as one text while its group fills (in memory, or in the store's text column):
+# a text answer as its text, a trajectory as this mark and its turns as JSON. No answer text can begin
+# with the mark (text refuses control characters), and what was held before trajectories reads the same.
+TRAJECTORY_MARK = "\x01"
+
+
+def held(answer: Answer) -> str:
+    """An answer as the assembly holds it (TRAJECTORY_MARK)."""
+    if answer.messages is None:
+        return answer.text
+    turns = [m.model_dump(mode="json") for m in answer.messages]
+    return TRAJECTORY_MARK + json.dumps(turns, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def _answer_body(answer_id: str, held_answer: str) -> dict[str, Any]:
+    if held_answer.startswith(TRAJECTORY_MARK):
+        return {"id": answer_id, "messages": json.loads(held_answer[len(TRAJECTORY_MARK) :])}
+    return {"id": answer_id, "text": held_answer}
 
 
 def shutting_down() -> ShuttingDownError:
@@ -59,9 +80,9 @@ def admit_group(settings: MemberAssemblySettings, open_groups: int) -> None:
         )
 
 
-def check_member(fixed: Mapping[str, Any], known_text: str | None, member: MemberRequest) -> None:
+def check_member(fixed: Mapping[str, Any], known: str | None, member: MemberRequest) -> None:
     """409 for a member that differs from its group's first member, or whose answer id the group already
-    holds with another text."""
+    holds (`known`, as held) with another answer."""
     sent = member.group_fields()
     differing = sorted(name for name, value in fixed.items() if sent.get(name) != value)
     if differing:
@@ -70,21 +91,21 @@ def check_member(fixed: Mapping[str, Any], known_text: str | None, member: Membe
             f"{', '.join(differing)}; every member of a group sends the same group fields",
             details={"group_key": member.group_key, "differing": differing},
         )
-    if known_text is not None and known_text != member.answer.text:
+    if known is not None and known != held(member.answer):
         raise ConflictError(
-            f"answer id {member.answer.id!r} of group {member.group_key!r} was sent with another text; an "
+            f"answer id {member.answer.id!r} of group {member.group_key!r} was sent with another answer; an "
             "id names one answer",
             details={"group_key": member.group_key, "answer_id": member.answer.id},
         )
 
 
 def group_request(fixed: Mapping[str, Any], answers: Mapping[str, str]) -> JudgeRequest:
-    """The request a closed group is judged as: its first member's group fields and every member's answer,
-    in answer-id order (so every replica builds the same request)."""
+    """The request a closed group is judged as: its first member's group fields and every member's answer
+    (as held), in answer-id order (so every replica builds the same request)."""
     return JudgeRequest.model_validate(
         {
             **{name: value for name, value in fixed.items() if name != "group_size"},
-            "answers": [{"id": answer_id, "text": answers[answer_id]} for answer_id in sorted(answers)],
+            "answers": [_answer_body(answer_id, answers[answer_id]) for answer_id in sorted(answers)],
         }
     )
 
@@ -124,7 +145,7 @@ def from_stored(keyed: KeyedJudgement, member: MemberRequest) -> MemberResponse:
     else 409 (a member that differs from its group in a group field, as while the group was open; its
     group_size is not kept with the judgement, so it is not compared)."""
     stored = keyed.judgement
-    texts = {a.id: a.text for a in stored.request.answers}
+    texts = {a.id: held(a) for a in stored.request.answers}
     asked = request_hash(group_request(member.group_fields(), texts))
     if asked != keyed.request_hash and asked != request_hash(stored.request):
         judged = stored.request.model_dump()
@@ -148,9 +169,9 @@ def from_stored(keyed: KeyedJudgement, member: MemberRequest) -> MemberResponse:
             f"{stored.judgement_id}, {len(texts)} members); a late member is not judged alone",
             details={"judgement_id": stored.judgement_id, "group_key": member.group_key},
         )
-    if texts[answer_id] != member.answer.text:
+    if texts[answer_id] != held(member.answer):
         raise ConflictError(
-            f"answer id {answer_id!r} of group {member.group_key!r} was judged with another text",
+            f"answer id {answer_id!r} of group {member.group_key!r} was judged with another answer",
             details={"judgement_id": stored.judgement_id, "answer_id": answer_id},
         )
     answer = next(a for a in stored.answers if a.id == answer_id)

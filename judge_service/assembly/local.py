@@ -32,7 +32,7 @@ class _OpenGroup:
     size: int
     min_members: int
     opened: float = field(default_factory=time.monotonic)
-    answers: dict[str, str] = field(default_factory=dict)  # answer id -> text
+    answers: dict[str, str] = field(default_factory=dict)  # answer id -> the answer as held (common.held)
     arrived: dict[str, float] = field(default_factory=dict)  # answer id -> monotonic arrival
     waiting: dict[str, list[asyncio.Future[MemberResponse]]] = field(default_factory=dict)
     timer: asyncio.TimerHandle | None = None
@@ -79,7 +79,7 @@ class GroupAssembly:
         self._waiting += 1
         self._metrics.members_waiting.set(self._waiting)
         if known is None:
-            group.answers[answer.id] = answer.text
+            group.answers[answer.id] = common.held(answer)
             group.arrived[answer.id] = time.monotonic()
             if len(group.answers) >= group.size:
                 self._close(group, "size")

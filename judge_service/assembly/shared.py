@@ -101,7 +101,7 @@ class SharedGroupAssembly:
                 min_members=min_members,
                 deadline_s=deadline_s,
                 answer_id=member.answer.id,
-                text=member.answer.text,
+                text=common.held(member.answer),
             )
         )
         common.check_member(json.loads(group.fields), group.members.get(member.answer.id), member)

@@ -30,7 +30,14 @@ from judge_service.schemas.comparison import COMPARISON_DESCRIPTION, ComparisonO
 from judge_service.schemas.errors import ErrorBody
 from judge_service.schemas.graders import GraderTerm
 from judge_service.schemas.jury import JURY_DESCRIPTION, AnswerJury, JuryOptions
-from judge_service.schemas.messages import MAX_TOOLS, Answer, ChatMessage, Tool, check_tool_turns
+from judge_service.schemas.messages import (
+    MAX_TOOLS,
+    TOOLS_DESCRIPTION,
+    Answer,
+    ChatMessage,
+    Tool,
+    check_structure,
+)
 from judge_service.schemas.rubrics import (
     MAX_CRITERIA,
     RUBRIC_DESCRIPTION,
@@ -84,8 +91,7 @@ class JudgeRequest(StrictModel):
         default=None,
         min_length=1,
         max_length=MAX_TOOLS,
-        description="The tools the policy was given (OpenAI's form): shown to the judge once, before the "
-        "answers, so it can tell a well-formed call from a hallucinated one (docs/trajectories.md).",
+        description=TOOLS_DESCRIPTION,
     )
     criteria: list[Criterion] | None = Field(
         default=None,
@@ -129,9 +135,7 @@ class JudgeRequest(StrictModel):
         # request holds both, the rubric and the items it was judged on.
         _refuse_duplicates("answer id", [a.id for a in self.answers])
         _check_criteria(self.criteria, None)
-        check_tool_turns(self.conversation, self.answers)
-        if self.tools is not None:
-            _refuse_duplicates("tool name", [t.function.name for t in self.tools])
+        check_structure(self.conversation, self.answers, self.tools)
         return self
 
     @property

@@ -34,7 +34,14 @@ from judge_service.schemas.judge import (
     ScoreFrom,
 )
 from judge_service.schemas.jury import JURY_DESCRIPTION, JuryOptions
-from judge_service.schemas.messages import Answer, ChatMessage
+from judge_service.schemas.messages import (
+    MAX_TOOLS,
+    TOOLS_DESCRIPTION,
+    Answer,
+    ChatMessage,
+    Tool,
+    check_structure,
+)
 from judge_service.schemas.rubrics import (
     MAX_CRITERIA,
     RUBRIC_DESCRIPTION,
@@ -61,6 +68,9 @@ class MemberRequest(StrictModel):
     group_size: int = Field(ge=1, le=MAX_ANSWERS, description="How many answers the group will have.")
     answer: Answer
     conversation: list[ChatMessage] = Field(min_length=1, max_length=64)
+    tools: list[Tool] | None = Field(
+        default=None, min_length=1, max_length=MAX_TOOLS, description=TOOLS_DESCRIPTION
+    )
     reference: Text | None = Field(default=None, max_length=MAX_TEXT_CHARS, description=REFERENCE_DESCRIPTION)
     criteria: list[Criterion] | None = Field(default=None, min_length=1, max_length=MAX_CRITERIA)
     rubric: str | None = Field(default=None, pattern=RUBRIC_REF_PATTERN, description=RUBRIC_DESCRIPTION)
@@ -98,10 +108,7 @@ class MemberRequest(StrictModel):
     @model_validator(mode="after")
     def _checked_criteria(self) -> MemberRequest:
         _check_criteria(self.criteria, None)
-        if self.answer.messages is not None:  # the member tables hold an answer's text
-            raise ValueError(
-                "a member's answer is text; send a group of trajectories (messages) to POST /v1/judge"
-            )
+        check_structure(self.conversation, [self.answer], self.tools)
         return self
 
     def group_fields(self) -> dict[str, Any]:

@@ -21,13 +21,15 @@ from judge_service.schemas.common import (
     JsonSchema,
     StrictModel,
     Text,
+    _refuse_duplicates,
 )
 
 MAX_TURNS = 128  # messages in one answer's trajectory
 MAX_CALLS = 32  # tool calls in one assistant turn
 MAX_TOOLS = 64
 MAX_TRAJECTORY_CHARS = 200_000  # all the text of one answer's turns
-TOOL_NAME_PATTERN = r"^[A-Za-z0-9_.:\-]{1,64}$"
+TOOL_NAME_PATTERN = r"^[A-Za-z0-9_.:\-]{1,64}$"  # a tool the operator or trainer defines
+MAX_CALLED_NAME_CHARS = 256  # a name the policy wrote in a call: any text, shown to the judge as it is
 CALL_ID_PATTERN = r"^[\x21-\x7e]{1,128}$"  # printable ASCII without spaces, as engines and SDKs write them
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -38,7 +40,12 @@ def _absent(value: object) -> bool:
 
 
 class FunctionCall(StrictModel):
-    name: str = Field(pattern=TOOL_NAME_PATTERN, description="The tool called.")
+    name: Text = Field(
+        min_length=1,
+        max_length=MAX_CALLED_NAME_CHARS,
+        description="The tool called, as the policy wrote it (a name that is no tool's is the judge's to "
+        "mark, not refused).",
+    )
     arguments: Text = Field(
         default="",
         max_length=MAX_TEXT_CHARS,
@@ -80,8 +87,11 @@ class ChatMessage(StrictModel):
         description="A tool turn: the call it answers.",
         exclude_if=_absent,
     )
-    name: str | None = Field(
-        default=None, pattern=TOOL_NAME_PATTERN, description="A tool turn: the tool.", exclude_if=_absent
+    name: Text | None = Field(
+        default=None,
+        max_length=MAX_CALLED_NAME_CHARS,
+        description="A tool turn: the tool.",
+        exclude_if=_absent,
     )
 
     @model_validator(mode="before")
@@ -178,9 +188,11 @@ def _joined_parts(parts: list[Any]) -> str:
 
 class ToolFunction(StrictModel):
     name: str = Field(pattern=TOOL_NAME_PATTERN)
-    description: Text | None = Field(default=None, max_length=MAX_TEXT_CHARS)
-    parameters: JsonSchema | None = Field(default=None, description="The arguments' JSON Schema.")
-    strict: bool | None = None
+    description: Text | None = Field(default=None, max_length=MAX_TEXT_CHARS, exclude_if=_absent)
+    parameters: JsonSchema | None = Field(
+        default=None, description="The arguments' JSON Schema.", exclude_if=_absent
+    )
+    strict: bool | None = Field(default=None, exclude_if=_absent)
 
 
 class Tool(StrictModel):
@@ -237,9 +249,20 @@ def _text_size(message: ChatMessage) -> int:
     return len(message.content) + sum(len(c.function.arguments) for c in message.tool_calls or ())
 
 
-def check_tool_turns(conversation: Sequence[ChatMessage], answers: Iterable[Answer]) -> None:
-    """Every tool turn answers a call made before it (in the conversation, or earlier in its answer), and
-    no call id is used twice in one sequence; ValueError naming the turn otherwise."""
+TOOLS_DESCRIPTION = (
+    "The tools the policy was given (OpenAI's form): shown to the judge once, before the answers, so it can "
+    "tell a well-formed call from a hallucinated one (docs/trajectories.md)."
+)
+
+
+def check_structure(
+    conversation: Sequence[ChatMessage], answers: Iterable[Answer], tools: Sequence[Tool] | None
+) -> None:
+    """Every tool turn answers a call made before it (in the conversation, or earlier in its answer), no
+    call id is used twice in one sequence, and the tools' names are distinct; ValueError naming the turn
+    or the name otherwise."""
+    if tools is not None:
+        _refuse_duplicates("tool name", [t.function.name for t in tools])
     shared = _calls_answered(conversation, set(), "the conversation")
     for answer in answers:
         if answer.messages is not None:

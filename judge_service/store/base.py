@@ -58,7 +58,7 @@ class MemberGroup:
     min_members: int
     seconds_left: float  # until its deadline, on the database's clock; negative once passed
     closed: bool  # no member joins any more: judged (or answered incomplete) with `members`
-    members: dict[str, str]  # answer id -> text
+    members: dict[str, str]  # answer id -> the answer as held (assembly.common.held)
     closed_now: bool = False  # join_group / close_group: this call closed it
 
 

@@ -33,6 +33,32 @@ def group(system: str, reward: float = 0.25, *, reference: bool = True) -> art.T
     return art.TrajectoryGroup(trajectories, metadata=metadata)
 
 
+SEARCH = {
+    "type": "function",
+    "function": {"name": "search", "description": "Search the help pages.", "parameters": {"type": "object"}},
+}
+
+
+def tool_group() -> art.TrajectoryGroup:
+    """Agents that searched (one called a tool it was not given), with tool results, no gold answer."""
+    trajectories = []
+    for i, (tool, query) in enumerate([("search", "share report"), ("email", "client"), ("search", "pdf")]):
+        call = {"id": f"call_{i}", "type": "function", "function": {"name": tool, "arguments": {"q": query}}}
+        trajectories.append(
+            art.Trajectory(
+                messages_and_choices=[
+                    {"role": "user", "content": "How do I share the report with a client?"},
+                    {"role": "assistant", "content": None, "tool_calls": [call]},
+                    {"role": "tool", "tool_call_id": f"call_{i}", "content": f"<page>{query}</page>"},
+                    {"role": "assistant", "content": f"Found: {query}."},
+                ],
+                tools=[SEARCH],
+                reward=0.0,
+            )
+        )
+    return art.TrajectoryGroup(trajectories)
+
+
 async def main(url: str, refusing_port: int) -> dict[str, object]:
     seen: dict[str, object] = {}
     original = group("You are a helpful assistant.")
@@ -72,6 +98,9 @@ async def main(url: str, refusing_port: int) -> dict[str, object]:
 
     free = await judge_score_group(group("No gold answer.", reference=False), url, run_id="art-free")
     seen["free_kept"] = len(free.trajectories)
+
+    agents = await judge_score_group(tool_group(), url, run_id="art-tools")
+    seen["agents_kept"] = len(agents.trajectories)
 
     gathered = await art.gather_trajectory_groups(
         [rollout(i) for i in range(2)],

@@ -4,6 +4,7 @@ unchanged)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 
@@ -11,6 +12,12 @@ import httpx
 
 from tests.adapters.conftest import run_with_dead_judge, trainer_python
 from tests.service_process import REPO, ServiceProcess
+
+SEARCH_FUNCTION = {
+    "name": "search",
+    "description": "Search the help pages.",
+    "parameters": {"type": "object"},
+}
 
 
 def test_judge_score_group_on_real_trajectory_groups(service: ServiceProcess) -> None:
@@ -39,6 +46,22 @@ def test_judge_score_group_on_real_trajectory_groups(service: ServiceProcess) ->
         httpx.get(f"{service.url}/v1/judgements/{free['judgement_id']}").json()["request"]["reference"]
         is None
     )
+
+    # Tool-using trajectories go as turns and tools, never as prose.
+    assert seen["agents_kept"] == 3
+    (agents,) = httpx.get(f"{service.url}/v1/runs/art-tools/judgements").json()["items"]
+    request = httpx.get(f"{service.url}/v1/judgements/{agents['judgement_id']}").json()["request"]
+    assert request["tools"] == [{"type": "function", "function": SEARCH_FUNCTION}]
+    assert request["conversation"][0]["content"] == "How do I share the report with a client?"
+    assert len(request["conversation"]) == 1
+    first, second, _ = request["answers"]
+    assert [t["role"] for t in first["messages"]] == ["assistant", "tool", "assistant"]
+    call = first["messages"][0]["tool_calls"][0]
+    assert call["function"] == {"name": "search", "arguments": '{"q": "share report"}'}
+    assert first["messages"][1]["tool_call_id"] == call["id"]
+    assert second["messages"][0]["tool_calls"][0]["function"]["name"] == "email"  # as the policy wrote it
+    assert first["text"] == "Found: share report."
+    assert "[tool result]" not in json.dumps(request)
 
     stored = httpx.get(f"{service.url}/v1/runs/art-run/judgements").json()["items"]
     assert [(j["step"], len(j["answers"])) for j in stored] == [(3, 4)]

@@ -220,3 +220,36 @@ async def test_members_without_a_reference_make_a_group_without_one(tmp_path: Pa
         # A member of that group sent with a reference is another group's member: 409, not judged.
         late = await client.post("/v1/judge/member", json=member("a0", size=2, key="free"))
         assert late.status_code == 409, late.text
+
+
+async def test_trajectory_members_make_a_group_judged_as_trajectories(tmp_path: Path, assembly: str) -> None:
+    """Members may carry turns and tools (the trainers that score one rollout at a time run agents too):
+    the group is judged with them as structure, and a member's id names its whole trajectory."""
+    backend = FakeBackend()
+    tools = [{"type": "function", "function": {"name": "search", "parameters": {"type": "object"}}}]
+
+    def rollout(answer_id: str, query: str) -> dict[str, Any]:
+        calls = [{"id": "c1", "type": "function", "function": {"name": "search", "arguments": {"q": query}}}]
+        turns = [
+            {"role": "assistant", "content": None, "tool_calls": calls},
+            {"role": "tool", "tool_call_id": "c1", "content": f"found {query}"},
+            {"role": "assistant", "content": f"It is {query}."},
+        ]
+        body = member(answer_id, size=2, key="agents", tools=tools)
+        body["answer"] = {"id": answer_id, "messages": turns}
+        return body
+
+    async with serving(tmp_path, backend, member_assembly=assembly) as (_, client):
+        replies = await post_all(client, [rollout("a0", "share"), rollout("a1", "export")])
+        assert [r.status_code for r in replies] == [200, 200], replies[0].text
+        prompt = backend.requests[-1].messages[-1]["content"]
+        assert '<call id="c1" tool="search">{"q": "export"}</call>' in prompt
+        assert '<tool name="search">' in prompt
+        stored = (await client.get(f"/v1/judgements/{replies[0].json()['judgement_id']}")).json()
+        assert [a["text"] for a in stored["request"]["answers"]] == ["It is share.", "It is export."]
+        assert stored["request"]["answers"][1]["messages"][1]["content"] == "found export"
+        # The same member again is answered from the judgement; the same id with another turn is a 409.
+        again = await client.post("/v1/judge/member", json=rollout("a1", "export"))
+        assert again.status_code == 200 and again.json()["judgement_id"] == replies[0].json()["judgement_id"]
+        changed = await client.post("/v1/judge/member", json=rollout("a1", "exports"))
+        assert changed.status_code == 409 and "another answer" in changed.text, changed.text
