@@ -59,6 +59,13 @@ def as_turns(
     return turns, calls
 
 
+def own_turns(messages: Sequence[Any]) -> list[Any]:
+    """A rollout's own messages in a trace that begins with its prompt: from its first assistant turn on
+    (a simulated user's later turns are the rollout's)."""
+    roles = [_as_dict(m).get("role") for m in messages]
+    return list(messages[roles.index("assistant") :]) if "assistant" in roles else []
+
+
 def as_answer(
     answer_id: str, messages: Sequence[Any], made: Mapping[str, str] | None = None
 ) -> dict[str, Any]:
@@ -93,7 +100,7 @@ def as_tools(tools: Sequence[Any] | None) -> list[dict[str, Any]] | None:
 
 
 def _call(data: dict[str, Any], calls: dict[str, str], taken: set[str]) -> dict[str, Any]:
-    function = _as_dict(data.get("function", {}))
+    function = _as_dict(data.get("function") or data)  # OpenAI's nested form, or flat (verifiers)
     given = data.get("id")
     call_id = given if isinstance(given, str) and _CALL_ID.match(given) and given not in taken else None
     if call_id is None:

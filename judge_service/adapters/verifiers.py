@@ -13,7 +13,9 @@ judged, in one judgement. `group_scope` separates runs and steps that show the s
 a token drawn when this process starts (every rollout of a group must then be scored by one process, as
 `vf-eval` and a single env server do); set it per run or step when rollouts are spread over processes.
 With `group_size` 1 each rollout is judged alone. The conversation is the task's system prompt and prompt,
-the answer the rollout's final reply, the reference the task field `reference_field` (default `answer`).
+the answer the rollout's own turns (its reply alone where it made no calls; its turns, tool calls and
+results where it did, with the trace's tools: docs/trajectories.md), the reference the task field
+`reference_field` (default `answer`).
 `request_options` adds further request fields to every rollout's request (`cascade`, `jury`, `comparison`,
 ...), checked when the config loads.
 
@@ -45,6 +47,7 @@ from judge_service.adapters.groups import (
     score_components,
     shared_clients,
 )
+from judge_service.adapters.turns import as_answer, as_tools, own_turns
 from judge_service.client import JudgeClientError
 from judge_service.schemas import JudgeRequest, MemberRequest
 
@@ -77,12 +80,16 @@ class JudgeServiceJudge(vf.Judge[float, JudgeServiceJudgeConfig]):
         common: dict[str, Any] = {
             **config.request_options,
             "conversation": as_conversation(_messages(task)),
+            "tools": as_tools(trace.tools),
             "reference": reference_of(getattr(task, config.reference_field, None)),
             "run_id": config.run_id,
         }
         if config.grader is not None:
             common["grader"] = config.grader
-        text = clean(trace.last_reply)
+        own = own_turns(trace.messages)
+        answer_body = (
+            as_answer(trace.id[:64], own) if own else {"id": trace.id[:64], "text": clean(trace.last_reply)}
+        )
         client = shared_clients(config.judge_service_url, config.api_key, config.timeout_s).get()
         try:
             if config.group_size > 1:
@@ -92,14 +99,14 @@ class JudgeServiceJudge(vf.Judge[float, JudgeServiceJudgeConfig]):
                         **common,
                         "group_key": f"vf-{trace.task.hash or trace.task.key}-{scope}",
                         "group_size": config.group_size,
-                        "answer": {"id": trace.id[:64], "text": text},
+                        "answer": answer_body,
                         "deadline_s": config.member_deadline_s,
                     }
                 )
                 reply = await client.member(member)
                 answer, judgement_id = reply.answer, reply.judgement_id
             else:
-                single = JudgeRequest.model_validate({**common, "answers": [{"id": "0", "text": text}]})
+                single = JudgeRequest.model_validate({**common, "answers": [{**answer_body, "id": "0"}]})
                 judged = await client.judge(single, idempotency_key=f"vf-{trace.id}")
                 answer, judgement_id = judged.answers[0], judged.judgement_id
         except JudgeClientError as exc:

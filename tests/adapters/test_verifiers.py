@@ -131,6 +131,16 @@ def test_rollouts_of_one_task_are_judged_as_one_group_and_failures_error_the_rol
     assert whole["request"]["decoding"] == "per_answer"
     assert "seed cannot be sent with each member" in seen["bad_options"]
 
+    # Rollouts that called tools are judged as turns with the trace's tools, never as prose.
+    (agents_group,) = {r["info"]["judgement_id"] for r in seen["agents"]}
+    request = httpx.get(f"{service.url}/v1/judgements/{agents_group}").json()["request"]
+    assert request["tools"][0]["function"]["name"] == "search" and request["reference"] is None
+    calls = [a["messages"][0]["tool_calls"][0]["function"] for a in request["answers"]]
+    assert sorted(c["name"] for c in calls) == ["mail", "search"]  # the name the policy wrote, kept
+    assert all(a["messages"][1]["role"] == "tool" for a in request["answers"])
+    assert sorted(a["text"] for a in request["answers"]) == ["Found: pdf.", "Found: share."]
+    assert "[tool result]" not in json.dumps(request)
+
     (single,) = seen["single"]
     assert 0 <= single["reward"] <= 1
     (down,) = seen["down"]

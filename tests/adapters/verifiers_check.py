@@ -18,7 +18,7 @@ from typing import Any
 
 import verifiers.v1 as vf
 from verifiers.v1.graph import MessageNode
-from verifiers.v1.types import AssistantMessage, UserMessage
+from verifiers.v1.types import AssistantMessage, Tool, ToolCall, ToolMessage, UserMessage
 
 from judge_service.adapters import verifiers as adapter
 from tests.adapters.vf_support_tasks import LEAVE_ONE_UNSCORED, SupportData, SupportTask
@@ -42,6 +42,28 @@ def rollout(of: SupportTask, reply: str) -> vf.Trace:
             MessageNode(parent=0, message=AssistantMessage(content=reply), sampled=True),
         ],
     )
+
+
+def agent_rollout(of: SupportTask, tool: str, found: str) -> vf.Trace:
+    """A rollout that called a tool (verifiers' own flat ToolCall) and replied with what it found."""
+    call = ToolCall(id="call_0", name=tool, arguments=json.dumps({"q": found}))
+    messages = [
+        UserMessage(content=str(of.data.prompt)),
+        AssistantMessage(content=None, tool_calls=[call]),
+        ToolMessage(tool_call_id="call_0", content=f"<page>{found}</page>"),
+        AssistantMessage(content=f"Found: {found}."),
+    ]
+    nodes = [MessageNode(message=messages[0])]
+    nodes += [
+        MessageNode(parent=i, message=m, sampled=m.role == "assistant") for i, m in enumerate(messages[1:])
+    ]
+    trace = vf.Trace(
+        task=vf.TraceTask(type="SupportTask", data=of.data, key=of.key, hash=of.hash),
+        agent={"config": vf.AgentConfig()},
+        nodes=nodes,
+    )
+    trace.tools = [Tool(name="search", description="Search the help pages.", parameters={"type": "object"})]
+    return trace
 
 
 async def scored(of: SupportTask, traces: list[vf.Trace]) -> list[dict[str, Any]]:
@@ -103,6 +125,11 @@ async def main(url: str, refusing_port: str) -> dict[str, Any]:
         {"judge_service_url": f"http://127.0.0.1:{refusing_port}", "timeout_s": 3}, "Hi?", "Hello."
     )
     down = await scored(down_task, [rollout(down_task, "Hello!")])
+    agents_task = task({**config, "group_size": 2, "group_scope": f"{run}-4"}, "Find the share page.", "")
+    agents = await scored(
+        agents_task,
+        [agent_rollout(agents_task, "search", "share"), agent_rollout(agents_task, "mail", "pdf")],
+    )
     example = tomllib.loads((REPO / "examples" / "verifiers_judge.toml").read_text())
     (plugged,) = task(example["env"]["taskset"]["task"]["judges"][0], "q", "a").plugged_judges()
     return {
@@ -117,6 +144,7 @@ async def main(url: str, refusing_port: str) -> dict[str, Any]:
         "unscored": unscored,
         "single": single,
         "options": options,
+        "agents": agents,
         "bad_options": bad_options,
         "down": down,
         "plugin": type(first.plugged_judges()[0]).__name__,
