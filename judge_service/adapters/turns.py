@@ -95,6 +95,8 @@ def as_tools(tools: Sequence[Any] | None) -> list[dict[str, Any]] | None:
             spec["description"] = clean(function["description"])
         if isinstance(function.get("parameters"), Mapping):
             spec["parameters"] = dict(function["parameters"])
+        if isinstance(function.get("strict"), bool):
+            spec["strict"] = function["strict"]
         shown[name] = {"type": "function", "function": spec}
     return list(shown.values()) or None
 

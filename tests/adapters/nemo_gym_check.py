@@ -13,8 +13,10 @@ from unittest.mock import MagicMock
 
 import httpx
 from nemo_gym.openai_utils import (
+    NeMoGymFunctionCallOutput,
     NeMoGymResponse,
     NeMoGymResponseCreateParamsNonStreaming,
+    NeMoGymResponseFunctionToolCall,
     NeMoGymResponseOutputMessage,
     NeMoGymResponseOutputText,
 )
@@ -26,26 +28,47 @@ MARKER = "[fake judge: leave one answer unscored]"  # judge_service.backends.fak
 ANSWERS = ["Click Share.", "Use the Share button.", "Email it.", "You cannot."]
 
 
-def body(question: str, answer: str, group_id: str | None = None) -> dict[str, Any]:
+SEARCH = {"type": "function", "name": "search", "parameters": {"type": "object"}, "strict": True}
+
+
+def message(text: str) -> NeMoGymResponseOutputMessage:
+    return NeMoGymResponseOutputMessage(
+        id="msg",
+        content=[NeMoGymResponseOutputText(annotations=[], text=text, type="output_text")],
+        role="assistant",
+        status="completed",
+        type="message",
+    )
+
+
+def agent_output(tool: str, found: str) -> list[Any]:
+    """A rollout that called a function, read its output and replied (Responses API items)."""
+    arguments = json.dumps({"q": found})
+    return [
+        NeMoGymResponseFunctionToolCall(arguments=arguments, call_id="fc_1", name=tool, type="function_call"),
+        NeMoGymFunctionCallOutput(
+            call_id="fc_1", output=f"<page>{found}</page>", type="function_call_output"
+        ),
+        message(f"Found: {found}."),
+    ]
+
+
+def body(
+    question: str, answer: str, group_id: str | None = None, output: list[Any] | None = None
+) -> dict[str, Any]:
     response = NeMoGymResponse(
         id="resp",
         created_at=0.0,
         model="policy",
         object="response",
-        output=[
-            NeMoGymResponseOutputMessage(
-                id="msg",
-                content=[NeMoGymResponseOutputText(annotations=[], text=answer, type="output_text")],
-                role="assistant",
-                status="completed",
-                type="message",
-            )
-        ],
+        output=output or [message(answer)],
         parallel_tool_calls=False,
         tool_choice="none",
         tools=[],
     )
-    params = NeMoGymResponseCreateParamsNonStreaming(input=[{"role": "user", "content": question}])
+    params = NeMoGymResponseCreateParamsNonStreaming(
+        input=[{"role": "user", "content": question}], tools=[SEARCH] if output else []
+    )
     data = {
         "responses_create_params": params.model_dump(),
         "response": response.model_dump(),
@@ -92,6 +115,9 @@ async def main(url: str, refusing_port: int) -> dict[str, Any]:
         seen["bad_options"] = ""
     except ValueError as exc:  # pydantic's ValidationError
         seen["bad_options"] = str(exc)
+    pair = server(url, 2).setup_webserver()
+    outputs = [agent_output("search", "share"), agent_output("mail", "pdf")]
+    seen["agents"] = await verify_all(pair, [body("Find the page.", "", "ng-agents", o) for o in outputs])
     single = server(url, 1).setup_webserver()
     seen["single"] = await verify_all(single, [body("How do I share the report?", "Click Share.")])
     down = server(f"http://127.0.0.1:{refusing_port}", 1).setup_webserver()

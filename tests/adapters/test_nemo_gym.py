@@ -5,6 +5,7 @@ reward_components per criterion, and the judge-failed path (unscored, or the ser
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
@@ -40,6 +41,22 @@ def test_verify_judges_rollouts_as_groups_and_masks_judge_failures(service: Serv
     whole = httpx.get(f"{service.url}/v1/judgements/{options_group}").json()
     assert whole["request"]["decoding"] == "per_answer" and len(whole["answers"]) == 4
     assert "seed cannot be sent with each member" in seen["bad_options"]
+
+    # Rollouts that called functions are judged as turns with the request's tools, never as prose.
+    agents = seen["agents"]
+    assert [r["status"] for r in agents] == [200, 200] and agents[0]["judgement_id"] == agents[1][
+        "judgement_id"
+    ]
+    request = httpx.get(f"{service.url}/v1/judgements/{agents[0]['judgement_id']}").json()["request"]
+    assert request["tools"] == [
+        {"type": "function", "function": {"name": "search", "parameters": {"type": "object"}, "strict": True}}
+    ]
+    names = sorted(a["messages"][0]["tool_calls"][0]["function"]["name"] for a in request["answers"])
+    assert names == ["mail", "search"]
+    assert all(
+        [t["role"] for t in a["messages"]] == ["assistant", "tool", "assistant"] for a in request["answers"]
+    )
+    assert "[tool result]" not in json.dumps(request)
 
     (single,) = seen["single"]
     assert single["status"] == 200 and 0 <= single["reward"] <= 1
