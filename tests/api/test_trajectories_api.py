@@ -283,15 +283,26 @@ def test_the_judgement_page_shows_the_turns_calls_and_tools(client: TestClient) 
     assert 'data-tool="get_weather"' in page
 
 
+def documented_body(page: str, after: str) -> dict[str, Any]:
+    """The JSON of the first `curl ... -d '{...}'` in a page of the repository, after a heading."""
+    text = (Path(__file__).parents[2] / page).read_text()
+    found = re.search(r"-d '(\{.*?\})'\n", text[text.index(after) :], re.S)
+    assert found is not None, f"no curl body in {page} after {after!r}"
+    return dict(json.loads(found.group(1)))
+
+
 def test_the_documented_example_is_judged_and_flags_the_unknown_tool(
     client: TestClient, fake_backend: FakeBackend
 ) -> None:
-    """docs/trajectories.md's curl body, as written there."""
-    page = (Path(__file__).parents[2] / "docs" / "trajectories.md").read_text()
-    body = json.loads(re.search(r"-d '(\{.*?\})'\n", page, re.S).group(1))  # type: ignore[union-attr]
-    response = client.post("/v1/judge", json=body)
+    response = client.post("/v1/judge", json=documented_body("docs/trajectories.md", "# Judging"))
     assert response.status_code == 200, response.text
     assert [a["id"] for a in response.json()["answers"]] == ["a", "b", "c"]
     prompt = user_prompt(fake_backend)
     assert '<call id="c1" tool="book_hotel" known="no">{}</call>' in prompt
     assert '<call id="c1" tool="search">{"q": "Lisbon"}</call>' in prompt
+
+
+def test_the_readme_example_is_judged(client: TestClient, fake_backend: FakeBackend) -> None:
+    response = client.post("/v1/judge", json=documented_body("README.md", "## Judging agent trajectories"))
+    assert response.status_code == 200, response.text
+    assert '<step n="2" role="tool" call="c1">{"temp_c": 21}</step>' in user_prompt(fake_backend)
