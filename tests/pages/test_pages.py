@@ -470,3 +470,40 @@ def test_a_jury_judgement_shows_one_column_per_judge(page: Page, tmp_path: Path)
         service.stop()
         for engine in engines:
             engine.stop()
+
+
+def test_a_trajectory_shows_as_turns_calls_and_results_with_markup_as_text(
+    page: Page, filled: dict[str, Any]
+) -> None:
+    """An agent's answer on the judgement page: numbered steps, each call with its tool and arguments, each
+    result with the call it answers, the group's tools; hostile markup in arguments, results and tool
+    descriptions is shown as text (the page fixture fails on any dialog)."""
+    call = {"id": "c1", "type": "function", "function": {"name": "search", "arguments": HOSTILE[:80]}}
+    group = {
+        "conversation": [{"role": "user", "content": "Find the SSO plan."}],
+        "tools": [{"type": "function", "function": {"name": "search", "description": HOSTILE[:60]}}],
+        "answers": [
+            {
+                "id": "agent",
+                "messages": [
+                    {"role": "assistant", "content": None, "tool_calls": [call]},
+                    {"role": "tool", "tool_call_id": "c1", "name": "search", "content": HOSTILE[:70]},
+                    {"role": "assistant", "content": "The Business plan."},
+                ],
+            },
+            {"id": "plain", "text": "Starter."},
+        ],
+        "run_id": "trajectories",
+        "step": 0,
+    }
+    judged = httpx.post(f"{filled['url']}/v1/judge", json=group, timeout=30).json()
+    page.goto(f"{filled['url']}/ui/judgements/{judged['judgement_id']}")
+    steps = page.locator('tr.answer[data-answer="agent"] li.turn')
+    expect(steps).to_have_count(3)
+    expect(steps.nth(0).locator(".call code.tool")).to_have_text("search")
+    expect(steps.nth(0).locator(".arguments")).to_have_text(HOSTILE[:80])
+    expect(steps.nth(1)).to_contain_text("answers c1")
+    expect(steps.nth(1).locator(".text")).to_have_text(HOSTILE[:70])
+    expect(steps.nth(2).locator(".text")).to_have_text("The Business plan.")
+    expect(page.locator("body")).to_contain_text(HOSTILE[:60])  # the tool's description, as text
+    assert page.locator("img[src=x]").count() == 0 and page.locator("script:has-text('alert')").count() == 0
