@@ -27,6 +27,7 @@ from judge_service.schemas.common import (
 MAX_TURNS = 128  # messages in one answer's trajectory
 MAX_CALLS = 32  # tool calls in one assistant turn
 MAX_TOOLS = 64
+MAX_TOOLS_CHARS = 100_000  # the tools' definitions together, as JSON: shown to the judge in every prompt
 MAX_TRAJECTORY_CHARS = 200_000  # all the text of one answer's turns
 TOOL_NAME_PATTERN = r"^[A-Za-z0-9_.:\-]{1,64}$"  # a tool the operator or trainer defines
 MAX_CALLED_NAME_CHARS = 256  # a name the policy wrote in a call: any text, shown to the judge as it is
@@ -246,7 +247,14 @@ class Answer(StrictModel):
 
 
 def _text_size(message: ChatMessage) -> int:
-    return len(message.content) + sum(len(c.function.arguments) for c in message.tool_calls or ())
+    """The caller characters of a turn that the judge is shown: text, and every call's id, name, arguments."""
+    calls = message.tool_calls or ()
+    shown = (message.tool_call_id, message.name)
+    return (
+        len(message.content)
+        + sum(len(c.id) + len(c.function.name) + len(c.function.arguments) for c in calls)
+        + sum(len(value) for value in shown if value)
+    )
 
 
 TOOLS_DESCRIPTION = (
@@ -263,6 +271,12 @@ def check_structure(
     or the name otherwise."""
     if tools is not None:
         _refuse_duplicates("tool name", [t.function.name for t in tools])
+        size = sum(len(t.model_dump_json()) for t in tools)
+        if size > MAX_TOOLS_CHARS:
+            raise ValueError(
+                f"the tools' definitions are {size} characters of JSON, over the limit of {MAX_TOOLS_CHARS}; "
+                "send shorter descriptions or parameters, or fewer tools"
+            )
     shared = _calls_answered(conversation, set(), "the conversation")
     for answer in answers:
         if answer.messages is not None:

@@ -306,3 +306,23 @@ def test_the_readme_example_is_judged(client: TestClient, fake_backend: FakeBack
     response = client.post("/v1/judge", json=documented_body("README.md", "## Judging agent trajectories"))
     assert response.status_code == 200, response.text
     assert '<step n="2" role="tool" call="c1">{"temp_c": 21}</step>' in user_prompt(fake_backend)
+
+
+def test_sizes_count_every_character_shown(client: TestClient) -> None:
+    """Call names and ids count in a trajectory's size, and the tools together have a size of their own."""
+    turns: list[dict[str, Any]] = [
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [call(f"{n}-{i:0>100}", "n" * 256, "") for i in range(32)],
+        }
+        for n in range(20)
+    ]
+    turns.append({"role": "assistant", "content": "done"})
+    reply = client.post("/v1/judge", json=agents({"id": "t1", "messages": turns}))
+    assert reply.status_code == 422 and "over the limit of 200000" in reply.text, reply.text
+
+    wordy = {"type": "function", "function": {"name": "t", "description": "d" * 19_000}}
+    tools = [{**wordy, "function": {**wordy["function"], "name": f"t{i}"}} for i in range(6)]
+    reply = client.post("/v1/judge", json={**agents({"id": "a", "text": "x"}), "tools": tools})
+    assert reply.status_code == 422 and "tools' definitions are" in reply.text, reply.text

@@ -35,6 +35,8 @@ import jinja2
 from judge_service.judging.llm.turns import (
     DEFAULT_CUTS,
     Clean,
+    ShownAnswer,
+    ShownMessage,
     TrajectoryCuts,
     shown_answer,
     shown_conversation,
@@ -86,20 +88,29 @@ class GroupContent:
 
     def shown(self) -> tuple[Sequence[object], Sequence[object]]:
         """(conversation, answers) as the templates read them: the group's own for plain text (the
-        templates escape it), else turns.py's markup."""
+        templates escape it), else turns.py's markup, built once per group however many prompts show it
+        (comparison grading shows every answer in many prompts)."""
         if not self.structured:
             return self.conversation, self.answers
-        clean = self.clean or _unchanged
-        return (
-            shown_conversation(self.conversation, self.tools, self.cuts, clean),
-            [shown_answer(a, self.tools, self.cuts, clean) for a in self.answers],
-        )
+        return self._turns[0], list(self._turns[1].values())
 
     def shown_answer(self, answer: Answer) -> object:
         """One answer's text as a template reads it (comparisons)."""
         if not self.structured:
             return answer.text
-        return shown_answer(answer, self.tools, self.cuts, self.clean or _unchanged).text
+        found = self._turns[1].get(answer.id)
+        return found.text if found is not None else self._shown_one(answer).text
+
+    @functools.cached_property
+    def _turns(self) -> tuple[list[ShownMessage], dict[str, ShownAnswer]]:
+        clean = self.clean or _unchanged
+        return (
+            shown_conversation(self.conversation, self.tools, self.cuts, clean),
+            {a.id: self._shown_one(a) for a in self.answers},
+        )
+
+    def _shown_one(self, answer: Answer) -> ShownAnswer:
+        return shown_answer(answer, self.tools, self.cuts, self.clean or _unchanged)
 
 
 def _unchanged(text: str) -> str:

@@ -75,7 +75,7 @@ def shown_conversation(
     for message in conversation:
         parts = _turn_parts(message, known, cuts.result_chars, clean)
         if message.role == "tool":  # the result, tied to its call
-            parts[0] = Markup("<result{}>{}</result>").format(_step_attributes(message), parts[0])
+            parts[0] = Markup("<result{}>{}</result>").format(_step_attributes(message, clean), parts[0])
         shown.append(ShownMessage(message.role, Markup("").join(parts)))
     return shown
 
@@ -88,11 +88,11 @@ def shown_answer(
         return ShownAnswer(answer.id, escape(clean(answer.text)))
     known = _tool_shapes(tools)
     steps = [_turn_parts(m, known, cuts.result_chars, clean) for m in answer.messages]
-    _fit(steps, answer.messages, cuts.answer_chars)
+    _fit(steps, answer.messages, cuts.answer_chars, lambda call: _call(call, known, 0, clean))
     return ShownAnswer(
         answer.id,
         Markup("\n").join(
-            Markup('<step n="{}" role="{}"{}>').format(n, m.role, _step_attributes(m))
+            Markup('<step n="{}" role="{}"{}>').format(n, m.role, _step_attributes(m, clean))
             + Markup("").join(parts)
             + Markup("</step>")
             for n, (m, parts) in enumerate(zip(answer.messages, steps, strict=True), start=1)
@@ -106,11 +106,12 @@ def escape(text: str) -> Markup:
     return Markup(text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"))
 
 
-def _step_attributes(message: ChatMessage) -> Markup:
+def _step_attributes(message: ChatMessage, clean: Clean) -> Markup:
+    """A tool turn's call and tool, as attributes (escaped, and cleaned of thinking markers as bodies are)."""
     if message.role != "tool":
         return Markup("")
-    attributes = Markup(' call="{}"').format(message.tool_call_id)
-    return attributes + (Markup(' tool="{}"').format(message.name) if message.name else Markup(""))
+    attributes = Markup(' call="{}"').format(clean(message.tool_call_id or ""))
+    return attributes + (Markup(' tool="{}"').format(clean(message.name)) if message.name else Markup(""))
 
 
 # A turn's shown parts: its text, then one part per call. The text is what the budget cuts.
@@ -126,6 +127,7 @@ def _turn_parts(
 
 
 def _call(call: ToolCall, known: dict[str, bool] | None, result_chars: int, clean: Clean) -> Markup:
+    """A call with its arguments cut to `result_chars` (0: all of them cut, the name and id kept)."""
     name = call.function.name
     flags = Markup("")
     if known is not None and name not in known:
@@ -133,12 +135,15 @@ def _call(call: ToolCall, known: dict[str, bool] | None, result_chars: int, clea
     elif known is not None and known[name] and not _is_object(call.function.arguments):
         flags += Markup(' arguments="not a JSON object"')
     arguments = _cut(clean(call.function.arguments), result_chars)
-    return Markup('\n<call id="{}" tool="{}"{}>{}</call>').format(call.id, name, flags, arguments)
+    return Markup('\n<call id="{}" tool="{}"{}>{}</call>').format(
+        clean(call.id), clean(name), flags, arguments
+    )
 
 
 def _cut(text: str, limit: int) -> Markup:
-    """The text, or its beginning and end around a cut that says how much went (escaped either way)."""
-    if len(text) <= limit:
+    """The text, or its beginning and end around a cut that says how much went (escaped either way); a
+    text no longer than its cut's mark stays whole."""
+    if len(text) <= max(limit, len(_mark(len(text)))):
         return escape(text)
     head = limit * 2 // 3
     tail = limit - head
@@ -148,21 +153,34 @@ def _cut(text: str, limit: int) -> Markup:
     )
 
 
-def _fit(steps: list[_Parts], messages: Sequence[ChatMessage], budget: int) -> None:
-    """Cut the text of middle steps, from the middle outwards, until the answer fits `budget` characters."""
+def _mark(gone: int) -> Markup:
+    return Markup('<cut characters="{}"/>').format(gone)
+
+
+def _fit(
+    steps: list[_Parts], messages: Sequence[ChatMessage], budget: int, bare: Callable[[ToolCall], Markup]
+) -> None:
+    """Cut middle steps, from the middle outwards, until the answer fits `budget` characters: first their
+    text (a result, a reply; one shorter than its mark stays), then, if that is not enough, their calls'
+    arguments (`bare`: the call with its name and id only). The first and last steps are never cut."""
     size = sum(len(part) for parts in steps for part in parts)
     middle = list(range(KEPT_AT_EACH_END, len(steps) - KEPT_AT_EACH_END))
     middle.sort(key=lambda i: abs(i - (len(steps) - 1) / 2))
-    for index in middle:
+    for index in middle:  # the text of middle steps
         if size <= budget:
             return
-        text = steps[index][0]
-        if not text:
-            continue
-        gone = len(messages[index].content)
-        marker = Markup('<cut characters="{}"/>').format(gone)
-        size -= len(text) - len(marker)
-        steps[index][0] = marker
+        text, gone = steps[index][0], len(messages[index].content)
+        marker = _mark(gone)
+        if len(text) > len(marker):
+            size -= len(text) - len(marker)
+            steps[index][0] = marker
+    for index in middle:  # then the arguments of their calls
+        for at, call in enumerate(messages[index].tool_calls or (), start=1):
+            if size <= budget:
+                return
+            shorter = bare(call)
+            size -= len(steps[index][at]) - len(shorter)
+            steps[index][at] = shorter
 
 
 def _tool_shapes(tools: Sequence[Tool] | None) -> dict[str, bool] | None:
