@@ -128,7 +128,7 @@ def _request(
     chats = [t.history().as_chat_completions_history() for t in trajectories]
     histories = [list(chat.messages) for chat in chats]
     shared = _shared_prefix(histories)
-    conversation, made = as_turns(histories[0][:shared]) if shared else ([], {})
+    conversation, made = as_turns(histories[0][:shared]) if shared else ([], None)
     if reference is None:
         found = group.metadata.get("reference")
         reference = found if isinstance(found, str) else None

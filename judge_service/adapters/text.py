@@ -1,5 +1,5 @@
-"""Trainer text as the service takes it: C0 control characters removed (the service refuses them; a policy
-under training can emit them), and a message's content as one text."""
+"""Trainer text as the service takes it: C0 control characters and lone surrogates removed (the service
+refuses them; a policy under training can emit them), and a message's content as one text."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff]")  # C0 controls, lone surrogates
 
 
 def clean(text: str) -> str:

@@ -6,123 +6,182 @@ What the service would refuse is mended here rather than failing the trainer's b
 tool result that answers no call made before it becomes a user turn marked `[tool result]` (what every
 adapter sent before trajectories); a call without a usable id gets one (`call-<n>`), and a call id used a
 second time a new one, its results following it; a developer turn is a system turn and an unknown role a
-user turn; C0 control characters are removed. A call's name and arguments stay as the policy wrote them
-(arguments given as a JSON object are written as JSON text): a call to no tool, or arguments that are not
-JSON, are the judge's to see.
+user turn; C0 control characters and lone surrogates are removed; texts, names and calls past the
+service's limits are cut there; a trajectory still over them (more turns, more characters) goes as its
+turns' prose, as the adapters sent it before; tools the service would refuse are left out. A call's name
+and arguments stay as the policy wrote them (arguments given as a JSON object are written as JSON text): a
+call to no tool, or arguments that are not JSON, are the judge's to see.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from judge_service.schemas.messages import CALL_ID_PATTERN, MAX_CALLED_NAME_CHARS, TOOL_NAME_PATTERN
+from pydantic import ValidationError
+
+from judge_service.schemas import Answer, Tool
+from judge_service.schemas.common import MAX_TEXT_CHARS
+from judge_service.schemas.messages import (
+    CALL_ID_PATTERN,
+    MAX_CALLED_NAME_CHARS,
+    MAX_CALLS,
+    MAX_TOOLS,
+    MAX_TOOLS_CHARS,
+)
 
 from .text import clean, content_text
 
+log = logging.getLogger("judge_service.adapters")
+
 _ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
 _CALL_ID = re.compile(CALL_ID_PATTERN)
-_TOOL_NAME = re.compile(TOOL_NAME_PATTERN)
 
 Turn = dict[str, Any]
 
 
-def as_turns(
-    messages: Sequence[Any], made: Mapping[str, str] | None = None
-) -> tuple[list[Turn], dict[str, str]]:
-    """The messages as turns, and the calls made by the end (the trainer's call id -> the id sent), for a
-    continuation (an answer after its conversation) to answer; `made`: the calls made before these."""
-    calls = dict(made or {})
-    taken = set(calls.values())
+@dataclass(frozen=True)
+class CallsMade:
+    """The calls made so far: the id each was sent with, and the trainer's id -> the latest sent with it
+    (what a result naming the trainer's id answers)."""
+
+    sent: frozenset[str] = frozenset()
+    by_given: Mapping[str, str] = field(default_factory=dict)
+
+
+def as_turns(messages: Sequence[Any], made: CallsMade | None = None) -> tuple[list[Turn], CallsMade]:
+    """The messages as turns, and the calls made by their end, for a continuation (an answer after its
+    conversation) to answer; `made`: the calls made before these."""
+    calls = dict(made.by_given) if made else {}
+    taken = set(made.sent) if made else set()
     turns = []
     for message in messages:
-        data = _as_dict(message)
-        role = _ROLES.get(str(data.get("role", "user")), "user")
-        text = content_text(data.get("content"))
+        role = _ROLES.get(str(_get(message, "role", "user")), "user")
+        text = _clipped(content_text(_get(message, "content")))
         turn: Turn = {"role": role, "content": text}
         if role == "assistant":
-            sent = [_call(_as_dict(c), calls, taken) for c in data.get("tool_calls") or ()]
+            made_here = list(_get(message, "tool_calls") or ())[:MAX_CALLS]
+            sent = [_call(c, calls, taken) for c in made_here]
             if sent:
                 turn["tool_calls"] = sent
         elif role == "tool":
-            answered = calls.get(str(data.get("tool_call_id")))
+            answered = calls.get(str(_get(message, "tool_call_id")))
             if answered is None:
-                turn = {"role": "user", "content": f"[tool result] {text}"}
+                turn = {"role": "user", "content": _clipped(f"[tool result] {text}")}
             else:
                 turn["tool_call_id"] = answered
-                name = data.get("name")
-                if isinstance(name, str) and name:
+                name = _get(message, "name")
+                if isinstance(name, str) and clean(name):
                     turn["name"] = clean(name)[:MAX_CALLED_NAME_CHARS]
         turns.append(turn)
-    return turns, calls
+    return turns, CallsMade(frozenset(taken), calls)
 
 
 def own_turns(messages: Sequence[Any]) -> list[Any]:
     """A rollout's own messages in a trace that begins with its prompt: from its first assistant turn on
     (a simulated user's later turns are the rollout's)."""
-    roles = [_as_dict(m).get("role") for m in messages]
+    roles = [_get(m, "role") for m in messages]
     return list(messages[roles.index("assistant") :]) if "assistant" in roles else []
 
 
-def as_answer(
-    answer_id: str, messages: Sequence[Any], made: Mapping[str, str] | None = None
-) -> dict[str, Any]:
+def as_answer(answer_id: str, messages: Sequence[Any], made: CallsMade | None = None) -> dict[str, Any]:
     """A completion's own messages as an answer: its turns where it holds calls, results or several turns,
     else its text (a lone reply is an answer like any other); a completion without an assistant turn,
-    which is no trajectory, is its turns' text."""
+    which is no trajectory, is its turns' text, and so is one the service would refuse as turns."""
     turns, _ = as_turns(messages, made)
     if not any(t["role"] == "assistant" for t in turns):
-        return {"id": answer_id, "text": "\n\n".join(t["content"] for t in turns if t["content"])}
+        return {"id": answer_id, "text": _prose(turns)}
     if len(turns) == 1 and "tool_calls" not in turns[0]:
         return {"id": answer_id, "text": turns[0]["content"]}
-    return {"id": answer_id, "messages": turns}
+    answer = {"id": answer_id, "messages": turns}
+    try:
+        Answer.model_validate({**answer, "id": "a"})  # the turns checked; the id is the caller's
+    except ValidationError as exc:
+        log.warning("a trajectory of %d turns is sent as prose: %s", len(turns), exc.errors()[0]["msg"])
+        return {"id": answer_id, "text": _prose(turns)}
+    return answer
 
 
 def as_tools(tools: Sequence[Any] | None) -> list[dict[str, Any]] | None:
-    """The tools the policy saw in OpenAI's form, or None without any; a tool without a usable name, or
-    one named twice, is left out (the service would refuse the group)."""
+    """The tools the policy saw in OpenAI's form, or None without any; a tool the service would refuse
+    (no usable name, named twice, an unreadable schema) is left out, and so are those past the service's
+    count and size limits."""
     shown: dict[str, dict[str, Any]] = {}
+    size = 0
     for tool in tools or ():
-        data = _as_dict(tool)
-        function = _as_dict(data.get("function", data))
-        name = function.get("name")
-        if not isinstance(name, str) or not _TOOL_NAME.match(name) or name in shown:
+        function = _get(tool, "function") or tool
+        spec: dict[str, Any] = {"name": _get(function, "name")}
+        if isinstance(_get(function, "description"), str):
+            spec["description"] = _clipped(clean(_get(function, "description")))
+        if isinstance(_get(function, "parameters"), Mapping):
+            spec["parameters"] = dict(_get(function, "parameters"))
+        if isinstance(_get(function, "strict"), bool):
+            spec["strict"] = _get(function, "strict")
+        try:
+            checked = Tool.model_validate({"type": "function", "function": spec})
+        except (ValidationError, ValueError, TypeError):
             continue
-        spec: dict[str, Any] = {"name": name}
-        if isinstance(function.get("description"), str):
-            spec["description"] = clean(function["description"])
-        if isinstance(function.get("parameters"), Mapping):
-            spec["parameters"] = dict(function["parameters"])
-        if isinstance(function.get("strict"), bool):
-            spec["strict"] = function["strict"]
-        shown[name] = {"type": "function", "function": spec}
+        length = len(checked.model_dump_json())
+        if spec["name"] in shown or len(shown) == MAX_TOOLS or size + length > MAX_TOOLS_CHARS:
+            continue
+        size += length
+        shown[spec["name"]] = checked.model_dump(mode="json")
     return list(shown.values()) or None
 
 
-def _call(data: dict[str, Any], calls: dict[str, str], taken: set[str]) -> dict[str, Any]:
-    function = _as_dict(data.get("function") or data)  # OpenAI's nested form, or flat (verifiers)
-    given = data.get("id")
+def _call(data: Any, calls: dict[str, str], taken: set[str]) -> dict[str, Any]:
+    function = _get(data, "function") or data  # OpenAI's nested form, or flat (verifiers)
+    given = _get(data, "id")
     call_id = given if isinstance(given, str) and _CALL_ID.match(given) and given not in taken else None
     if call_id is None:
         call_id = next(f"call-{n}" for n in range(len(taken) + 1) if f"call-{n}" not in taken)
     taken.add(call_id)
     calls[str(given)] = call_id  # a result naming the trainer's id answers the latest call that had it
-    arguments = function.get("arguments", "")
+    arguments = _get(function, "arguments", "")
     if not isinstance(arguments, str):
-        arguments = json.dumps(arguments, ensure_ascii=False, default=str)
-    name = clean(str(function.get("name") or "")) or "?"
+        try:
+            arguments = json.dumps(arguments, ensure_ascii=False, default=str)
+        except (ValueError, TypeError, RecursionError):  # circular, or not JSON at all
+            arguments = str(arguments)
+    name = clean(str(_get(function, "name") or "")) or "?"
     return {
         "id": call_id,
         "type": "function",
-        "function": {"name": name[:MAX_CALLED_NAME_CHARS], "arguments": clean(arguments)},
+        "function": {"name": name[:MAX_CALLED_NAME_CHARS], "arguments": _clipped(clean(arguments))},
     }
 
 
-def _as_dict(value: Any) -> dict[str, Any]:
-    if isinstance(value, Mapping):
-        return dict(value)
-    if hasattr(value, "model_dump"):
-        return dict(value.model_dump())
-    return dict(vars(value)) if hasattr(value, "__dict__") else {}
+def _clipped(text: str, limit: int = MAX_TEXT_CHARS) -> str:
+    """A text within the service's limit: its beginning and end around a note of what was left out."""
+    if len(text) <= limit:
+        return text
+    keep = limit - 64  # room for the note
+    note = f"\n[... {len(text) - keep} characters left out ...]\n"
+    return text[: keep // 2] + note + text[len(text) - (keep - keep // 2) :]
+
+
+def _prose(turns: list[Turn]) -> str:
+    """Turns as the adapters sent them before trajectories: each turn's text, its calls as JSON, other
+    roles marked, within the service's limit."""
+    parts = []
+    for turn in turns:
+        text = turn["content"]
+        if turn.get("tool_calls"):
+            text += ("\n" if text else "") + json.dumps(turn["tool_calls"], ensure_ascii=False)
+        parts.append(text if turn["role"] == "assistant" else f"[{turn['role']}] {text}")
+    return _clipped("\n\n".join(p for p in parts if p))
+
+
+def _get(value: Any, key: str, default: Any = None) -> Any:
+    """A field of a message, call or tool, whether the trainer holds it as a mapping or an object (a
+    pydantic model, an SDK object with slots); the default where reading it fails."""
+    try:
+        if isinstance(value, Mapping):
+            return value.get(key, default)
+        return getattr(value, key, default)
+    except Exception:  # a trainer's object whose attribute raises: the field is absent
+        return default

@@ -71,7 +71,7 @@ def test_a_lone_reply_is_text_and_messages_without_a_reply_are_their_text() -> N
     assert as_answer("a", [{"role": "assistant", "content": "Hi."}]) == {"id": "a", "text": "Hi."}
     assert as_answer("a", [{"role": "user", "content": "q"}, {"role": "user", "content": "r"}]) == {
         "id": "a",
-        "text": "q\n\nr",
+        "text": "[user] q\n\n[user] r",
     }
 
 
@@ -83,7 +83,7 @@ def test_objects_as_the_sdks_hold_them() -> None:
         tool_calls=[SimpleNamespace(id="c9", type="function", function=function)],
     )
     turns, made = as_turns([message])
-    assert turns[0]["tool_calls"][0] == call("c9", arguments='{"q": 1}') and made == {"c9": "c9"}
+    assert turns[0]["tool_calls"][0] == call("c9", arguments='{"q": 1}') and made.by_given == {"c9": "c9"}
 
 
 def test_tools_in_openai_form_named_once() -> None:
@@ -134,3 +134,57 @@ def test_a_prompt_as_a_conversation() -> None:
     assert as_conversation([{"role": "tool", "tool_call_id": "c", "content": "r"}]) == [
         {"role": "user", "content": "[tool result] r"}
     ]
+
+
+def test_what_passes_the_services_limits_is_cut_or_sent_as_prose_never_refused() -> None:
+    long_call = [call(f"c{i}", arguments="a" * 30_000) for i in range(40)]  # 40 calls, each too long
+    turns, _ = as_turns([{"role": "assistant", "content": "b" * 25_000, "tool_calls": long_call}])
+    assert len(turns[0]["tool_calls"]) == 32 and 19_900 < len(turns[0]["content"]) <= 20_000
+    assert "characters left out" in turns[0]["tool_calls"][0]["function"]["arguments"]
+    many = []
+    for i in range(70):  # 141 turns: over the service's 128
+        many += [
+            {"role": "assistant", "content": "", "tool_calls": [call(f"c{i}")]},
+            {"role": "tool", "tool_call_id": f"c{i}", "content": "ok"},
+        ]
+    many.append({"role": "assistant", "content": "Done."})
+    answer = as_answer("a", many)
+    assert (
+        set(answer) == {"id", "text"} and answer["text"].endswith("Done.") and "[tool] ok" in answer["text"]
+    )
+    judged([{"role": "user", "content": "q"}], [answer])
+
+
+def test_hostile_trainer_objects_are_read_or_left_out_never_raised() -> None:
+    circular: list[Any] = []
+    circular.append(circular)
+
+    class Raising:
+        role = "assistant"
+
+        @property
+        def content(self) -> str:
+            raise RuntimeError("no content for you")
+
+    class Slotted:
+        __slots__ = ("content", "role")
+
+        def __init__(self) -> None:
+            self.role, self.content = "assistant", "From slots."
+
+    turns, _ = as_turns(
+        [
+            {"role": "assistant", "content": "\ud800x", "tool_calls": [call("c1", arguments=circular)]},
+            Raising(),
+            Slotted(),
+        ]
+    )
+    assert turns[0]["content"] == "x" and turns[1] == {"role": "assistant", "content": ""}
+    assert turns[2] == {"role": "assistant", "content": "From slots."}
+    judged(turns, [{"id": "a", "text": "x"}])
+    tools = as_tools(
+        [{"type": "function", "function": {"name": f"t{i}", "description": "d" * 15_000}} for i in range(8)]
+        + [{"function": {"name": "deep", "parameters": {"a": {1, 2}}}}]
+    )
+    assert tools is not None and len(tools) == 6  # the rest past 100,000 characters; a set is no JSON
+    judged([{"role": "user", "content": "q"}], [{"id": "a", "text": "x"}], tools)
