@@ -19,8 +19,9 @@ one.
 Long trajectories are cut by a stated policy, never silently (TrajectoryCuts): a tool result or call's
 arguments over `result_chars` keep their beginning and end around `<cut characters="N"/>`; an answer still
 over `answer_chars` then loses the text of its middle steps, from the middle outwards (the first and last
-two steps and every call's name stay), each replaced by a cut that says how much went. The stored judgement
-keeps the whole trajectory; only the prompt is cut.
+two steps stay whole), each replaced by a cut that says how much went, and if that is not enough, the
+arguments of those steps' calls (names and ids stay); a text shorter than its mark is never replaced. The
+stored judgement keeps the whole trajectory; only the prompt is cut.
 
 Groups of plain text never come here: their prompts are the templates' own, byte for byte.
 """
