@@ -283,6 +283,24 @@ def test_the_judgement_page_shows_the_turns_calls_and_tools(client: TestClient) 
     assert 'data-tool="get_weather"' in page
 
 
+def test_a_conversation_with_calls_shows_them_on_both_pages(client: TestClient) -> None:
+    """A call made in the conversation (a task that began mid-run) on the judgement and the step page."""
+    conversation = [
+        {"role": "user", "content": "Weather?"},
+        {"role": "assistant", "content": "", "tool_calls": [call("c0", arguments='{"city": "Oslo"}')]},
+        {"role": "tool", "tool_call_id": "c0", "content": "<b>4 C</b>"},
+    ]
+    body = {
+        **agents({"id": "t1", "text": "4 C."}, {"id": "t2", "text": "Cold."}),
+        "conversation": conversation,
+    }
+    judged = client.post("/v1/judge", json={**body, "run_id": "conv-calls", "step": 1}).json()
+    for url in (f"/ui/judgements/{judged['judgement_id']}", "/ui/runs/conv-calls/steps/1"):
+        page = client.get(url).text
+        assert "data-conversation" in page and 'data-call="c0"' in page, url
+        assert "&lt;b&gt;4 C&lt;/b&gt;" in page and "answers c0" in page, url
+
+
 def documented_body(page: str, after: str) -> dict[str, Any]:
     """The JSON of the first `curl ... -d '{...}'` in a page of the repository, after a heading."""
     text = (Path(__file__).parents[2] / page).read_text()
