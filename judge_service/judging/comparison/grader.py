@@ -173,15 +173,13 @@ class ComparisonGrader:
         self._readiness.check_judging()
         ids = [a.id for a in group.answers]
         seed = options.seed if options.seed is not None else order_seed(group.judgement_id)
-        content = GroupContent(
+        content = self._caller.content(
             list(group.conversation),
             group.reference,
             list(group.answers),
             list(options.criteria),
-            self._caller.reason_max_chars,
             reason_language_name(options.reason_language, group.conversation_text()),
-            tools=group.tools,
-            cuts=self._caller.cuts,
+            group.tools,
         )
         match = _Matches(self._caller, content, group.judgement_id)
         pairs: list[Pair] = []

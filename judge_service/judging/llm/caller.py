@@ -261,28 +261,42 @@ class JudgeCaller:
                 details={"reasons": "none", "decoding": decoding},
             ) from None
 
-    async def prepare(self, plan: OrderPlan) -> list[JudgeCall]:
-        """Render one order's call(s) and check each fits the judge's context window (before queueing)."""
-        criteria = plan.criteria
-        answers = plan.answers
-        conversation, reference = plan.conversation, plan.reference
-        ids = [a.id for a in answers]
+    def content(
+        self,
+        conversation: list[ChatMessage],
+        reference: str | None,
+        answers: list[Answer],
+        criteria: list[Criterion],
+        reason_language: str | None,
+        tools: Sequence[Tool] | None,
+    ) -> GroupContent:
+        """A group as its prompts show it, with the judge's thinking markers broken in every caller text
+        (texts, and every part of a trajectory), so that no answer can end the judge's thinking."""
         profile = self._backend.thinking_profile
         clean = None
         if profile is not None and profile.thinks:
             conversation, reference, answers = _without_markers(conversation, reference, answers, profile)
             clean = functools.partial(neutralise_markers, markers=profile.markers())
-        group = GroupContent(
+        return GroupContent(
             conversation,
             reference,
             answers,
             criteria,
             self.reason_max_chars,
-            plan.reason_language,
-            tools=plan.tools,
+            reason_language,
+            tools=tools,
             cuts=self.cuts,
             clean=clean,
         )
+
+    async def prepare(self, plan: OrderPlan) -> list[JudgeCall]:
+        """Render one order's call(s) and check each fits the judge's context window (before queueing)."""
+        criteria = plan.criteria
+        ids = [a.id for a in plan.answers]
+        group = self.content(
+            plan.conversation, plan.reference, plan.answers, criteria, plan.reason_language, plan.tools
+        )
+        answers = group.answers
         names = [c.name for c in criteria]
         binary = binary_names(criteria)
         reasons = plan.reasons

@@ -233,13 +233,10 @@ class PromptRenderer:
         """The version of the rubric writer's prompt (part of every generated rubric's id)."""
         return self._chosen(self._rubric, RUBRIC, referenced)[1]
 
-    def render_rubric(
-        self, conversation: list[ChatMessage], reference: str | None, items: int, instructions: str | None
-    ) -> RenderedPrompt:
-        """The prompt asking the judge to write a checklist of `items` items for a conversation."""
-        (system, user), version = self._chosen(self._rubric, RUBRIC, reference is not None)
-        content = GroupContent(conversation, reference, [], [], 0)
-        shown = {"conversation": content.shown()[0], "reference": reference, "items": items}
+    def render_rubric(self, content: GroupContent, items: int, instructions: str | None) -> RenderedPrompt:
+        """The prompt asking the judge to write a checklist of `items` items for a group's conversation."""
+        (system, user), version = self._chosen(self._rubric, RUBRIC, content.reference is not None)
+        shown = {"conversation": content.shown()[0], "reference": content.reference, "items": items}
         return RenderedPrompt(
             messages=[
                 {"role": "system", "content": system.render(items=items)},

@@ -100,7 +100,8 @@ async def write_rubric(
 ) -> WrittenRubric:
     """The judge's checklist for this conversation (module docstring)."""
     s = caller.settings
-    prompt = caller.renderer.render_rubric(conversation, reference, items, instructions)
+    shown = caller.content(conversation, reference, [], [], None, None)  # thinking markers broken
+    prompt = caller.renderer.render_rubric(shown, items, instructions)
     written = WrittenRubric([], prompt.version)
     # The worst case where the context has room (a reply cut off is unreadable), refused only when even
     # the usual reply does not fit: as the judge's marks are budgeted (caller.py).

@@ -55,7 +55,7 @@ def rendered(renderer: PromptRenderer, kind: tuple[object, ...], reference: str 
         prompt = renderer.render_compare(content, ANSWERS[0], ANSWERS[1])
         return prompt.version, prompt.messages
     if kind == ("rubric",):
-        prompt = renderer.render_rubric(CONVERSATION, reference, 5, None)
+        prompt = renderer.render_rubric(GroupContent(CONVERSATION, reference, [], [], 0), 5, None)
         return prompt.version, prompt.messages
     decoding, reasons, checklist = kind
     content = GroupContent(CONVERSATION, reference, ANSWERS, rubric(bool(checklist), reference), 200)
