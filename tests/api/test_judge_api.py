@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
+from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 
 from judge_service.backends.fake import FakeBackend
 from judge_service.errors import JudgeBackendError
+from judge_service.judging.llm.prompt import PromptRenderer
 from tests.api.conftest import group, make_client, wait_ready
 
 CRITERIA = ["correctness", "helpfulness", "tone", "format"]
@@ -165,6 +169,48 @@ def test_group_over_the_context_window_is_422(tmp_path: Path) -> None:
         error = response.json()["error"]
         assert error["code"] == "prompt_too_long"
         assert error["details"]["limit"] == 600
+
+
+class CountingBackend(FakeBackend):
+    """A fake judge that counts the prompts it was asked to measure."""
+
+    counted = 0
+
+    async def count_prompt_tokens(self, messages: list[dict[str, str]], thinking: Any = None) -> int | None:
+        self.counted += 1
+        return await super().count_prompt_tokens(messages)
+
+
+def test_a_per_answer_group_over_the_context_is_refused_after_one_count(tmp_path: Path) -> None:
+    """Every per-answer prompt holds the whole group: the first one's count decides for all of them."""
+    backend = CountingBackend(max_context_tokens=600)
+    with make_client(tmp_path, backend) as c:
+        wait_ready(c)
+        response = c.post("/v1/judge", json={**group(8), "decoding": "per_answer"})
+        assert response.status_code == 422 and response.json()["error"]["code"] == "prompt_too_long"
+    assert backend.counted == 1
+
+
+def test_a_large_groups_prompts_are_rendered_off_the_event_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rendered_in: list[str] = []
+    original = PromptRenderer.render_per_answer
+
+    def recording(self: PromptRenderer, *args: Any, **kwargs: Any) -> Any:
+        rendered_in.append(threading.current_thread().name)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(PromptRenderer, "render_per_answer", recording)
+    big = group(8)
+    for answer in big["answers"]:
+        answer["text"] = "word " * 3000  # 8 prompts x 8 answers x 15,000 characters: over the threshold
+    with make_client(tmp_path, FakeBackend()) as c:
+        wait_ready(c)
+        loop_thread = c.portal.call(lambda: threading.current_thread().name)  # type: ignore[union-attr]
+        assert c.post("/v1/judge", json={**big, "decoding": "per_answer"}).status_code == 200
+        assert c.post("/v1/judge", json={**group(2), "decoding": "per_answer"}).status_code == 200
+    assert rendered_in[0] != loop_thread and rendered_in[1] == loop_thread  # a small group stays
 
 
 def test_not_ready_is_503_and_readyz_says_loading(tmp_path: Path) -> None:

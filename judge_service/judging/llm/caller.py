@@ -77,6 +77,7 @@ from judge_service.schemas import (
 
 # Why an answer has no expected marks, when the integer marks had to stand in.
 NO_LOGPROBS = "the judge backend returned no log-probabilities"
+RENDER_OFF_LOOP_CHARS = 500_000  # an order whose prompts show more than this is rendered in a thread
 NOT_ASKED = "log-probabilities are not asked for (JUDGE_MARK_LOGPROBS=0)"
 NOT_LOCATED = "the mark's token was not found among the judge's log-probabilities"
 
@@ -296,12 +297,17 @@ class JudgeCaller:
         group = self.content(
             plan.conversation, plan.reference, plan.answers, criteria, plan.reason_language, plan.tools
         )
-        answers = group.answers
         names = [c.name for c in criteria]
         binary = binary_names(criteria)
         reasons = plan.reasons
+        # A large group's prompts are rendered in a thread: per answer, each prompt holds the whole group,
+        # and building them would hold the event loop (and every other request) for seconds.
+        off_loop = group.size * (1 if plan.decoding == "group" else len(ids)) > RENDER_OFF_LOOP_CHARS
         if plan.decoding == "group":
-            prompt = self._renderer.render(group, reasons=reasons)
+            if off_loop:
+                prompt = await asyncio.to_thread(self._renderer.render, group, reasons=reasons)
+            else:
+                prompt = self._renderer.render(group, reasons=reasons)
             schema = output_schema(
                 ids,
                 names,
@@ -311,24 +317,33 @@ class JudgeCaller:
                 binary=binary,
             )
             return [await self._call(plan, prompt, schema, ids, plan.request_id)]
-        prompts = self._renderer.render_per_answer(group, reasons=reasons)
-        if plan.alone is not None:
-            others = replace(group, answers=[a for a in answers if a.id != plan.alone])
-            without = iter(self._renderer.render_per_answer(others, reasons=reasons))
-            prompts = [
-                prompt if i == plan.alone else next(without) for prompt, i in zip(prompts, ids, strict=True)
-            ]
+        if off_loop:
+            prompts = await asyncio.to_thread(self._per_answer_prompts, group, plan)
+        else:
+            prompts = self._per_answer_prompts(group, plan)
         schema = answer_schema(
             names, self.reason_max_chars, reason_words=self.reason_words, reasons=reasons, binary=binary
         )
-        return list(
-            await asyncio.gather(
-                *(
-                    self._call(plan, prompt, schema, [answer_id], f"{plan.request_id}-a{k}", answer_id)
-                    for k, (prompt, answer_id) in enumerate(zip(prompts, ids, strict=True))
-                )
-            )
-        )
+        calls = [
+            (prompt, answer_id, f"{plan.request_id}-a{k}")
+            for k, (prompt, answer_id) in enumerate(zip(prompts, ids, strict=True))
+        ]
+        # The first prompt is checked against the context alone: the others hold the same group, so a
+        # group too long for the judge is refused after one count, not after one per answer.
+        (prompt, answer_id, request_id), rest = calls[0], calls[1:]
+        first = await self._call(plan, prompt, schema, [answer_id], request_id, answer_id)
+        others = await asyncio.gather(*(self._call(plan, p, schema, [a], r, a) for p, a, r in rest))
+        return [first, *others]
+
+    def _per_answer_prompts(self, group: GroupContent, plan: OrderPlan) -> list[RenderedPrompt]:
+        """One prompt per answer; an answer judged alone (plan.alone) is shown without the others."""
+        prompts = self._renderer.render_per_answer(group, reasons=plan.reasons)
+        if plan.alone is None:
+            return prompts
+        others = replace(group, answers=[a for a in group.answers if a.id != plan.alone])
+        without = iter(self._renderer.render_per_answer(others, reasons=plan.reasons))
+        ids = [a.id for a in group.answers]
+        return [prompt if i == plan.alone else next(without) for prompt, i in zip(prompts, ids, strict=True)]
 
     async def _call(
         self,

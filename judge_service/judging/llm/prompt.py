@@ -78,6 +78,14 @@ class GroupContent:
     clean: Clean | None = None  # what the text inside turns goes through (a thinking judge's markers)
 
     @functools.cached_property
+    def size(self) -> int:
+        """About how many characters the group shows in one prompt: its texts, and every turn's calls."""
+        turns = [*self.conversation, *(m for a in self.answers for m in a.messages or ())]
+        calls = sum(len(c.function.arguments) for m in turns for c in m.tool_calls or ())
+        texts = sum(len(m.content) for m in turns) + sum(len(a.text) for a in self.answers)
+        return texts + calls + len(self.reference or "")
+
+    @functools.cached_property
     def structured(self) -> bool:
         """Whether the group needs turns.py: tools, tool turns, or an answer's trajectory."""
         return (
