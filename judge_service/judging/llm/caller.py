@@ -336,7 +336,7 @@ class JudgeCaller:
         return [first, *others]
 
     def _per_answer_prompts(self, group: GroupContent, plan: OrderPlan) -> list[RenderedPrompt]:
-        """One prompt per answer; an answer judged alone (plan.alone) is shown without the others."""
+        """One prompt per answer; an answer shown alone (plan.alone, a canary) is left out of the others'."""
         prompts = self._renderer.render_per_answer(group, reasons=plan.reasons)
         if plan.alone is None:
             return prompts
