@@ -40,8 +40,9 @@ apt_need() {  # apt_need COMMAND PACKAGE
     echo "install.sh: $1 is missing; install the Debian package $2 (as root)" >&2
     return 1
   fi
-  apt-get install -y -q --no-install-recommends "$2" >/dev/null \
-    || { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends "$2" >/dev/null; }
+  apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "$2" >/dev/null \
+    || { apt-get -o DPkg::Lock::Timeout=600 update -q >/dev/null \
+      && apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "$2" >/dev/null; }
 }
 
 # Graders written as code run in a bubblewrap sandbox (judge_service/judging/code/sandbox.py). Serving
