@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 _FENCE = re.compile(r"```[ \t]*(?:jsonc|json|JSON)?[ \t]*\n?(.*?)```", re.DOTALL)
 MAX_START_ATTEMPTS = 64
@@ -67,6 +67,19 @@ def extract_json(text: str, *, flag_duplicates: bool = False) -> tuple[Any, str 
     if stripped and not fences and not stripped.startswith(("{", "[")):
         error = embedded_error
     return None, error
+
+
+class Decoded(NamedTuple):
+    """A text that is one JSON value (rule 1: nothing around it but whitespace), and that value."""
+
+    text: str
+    value: Any
+
+
+def decode_whole(text: str, *, flag_duplicates: bool = False) -> Decoded | None:
+    """The text and its value when the whole text is one JSON value (rule 1 alone), else None."""
+    found, value, _ = _decode_whole(text, _FLAGGING_DECODER if flag_duplicates else _DECODER)
+    return Decoded(text, value) if found else None
 
 
 def _decode_whole(text: str, decoder: json.JSONDecoder) -> tuple[bool, Any, str]:

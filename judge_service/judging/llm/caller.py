@@ -549,7 +549,7 @@ class JudgeCaller:
             return dict.fromkeys(parsed.marks, NOT_ASKED)
         if reply.logprobs is None:
             return dict.fromkeys(parsed.marks, NO_LOGPROBS)
-        found = expected_marks(reply.logprobs, bare=not call.reasons)
+        found = expected_marks(reply.logprobs, bare=not call.reasons, document=parsed.document)
         missing: dict[str, str] = {}
         for answer_id, marks in parsed.marks.items():
             for name, mark in marks.items():

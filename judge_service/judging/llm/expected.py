@@ -25,6 +25,7 @@ import operator
 from collections.abc import Sequence
 
 from judge_service.backends.base import TokenLogprobs
+from judge_service.judging.json_text import Decoded
 from judge_service.judging.llm.mark_locations import Path, mark_locations
 
 MARK_DIGITS = "12345"
@@ -34,10 +35,14 @@ _DIGIT_VALUES = {digit: int(digit) for digit in MARK_DIGITS}  # an alternative t
 _TOKEN_TEXT = operator.attrgetter("token")
 
 
-def expected_marks(tokens: Sequence[TokenLogprobs], *, bare: bool = False) -> dict[Path, float]:
-    """Key path (as in mark_locations) -> expected mark, for every mark whose digit token was found."""
+def expected_marks(
+    tokens: Sequence[TokenLogprobs], *, bare: bool = False, document: Decoded | None = None
+) -> dict[Path, float]:
+    """Key path (as in mark_locations) -> expected mark, for every mark whose digit token was found.
+    `document`: the reply as the parser decoded it, if it did (mark_locations)."""
     result: dict[Path, float] = {}
-    for path, (index, offset) in mark_locations(list(map(_TOKEN_TEXT, tokens)), bare=bare).items():
+    texts = list(map(_TOKEN_TEXT, tokens))
+    for path, (index, offset) in mark_locations(texts, bare=bare, document=document).items():
         value = _expected_at(tokens[index], offset)
         if value is not None:
             result[path] = value

@@ -1,16 +1,19 @@
 """Where each mark's value is among the judge's reply tokens: (token index, offset in the token) per key path.
 
 A reply that is one JSON value (what constrained decoding writes) is read by C code but for two short
-loops: the reply's text is decoded once, with objects kept as lists of pairs so that document order and
-repeated keys survive, which gives the key path of every scalar value that is an object member, in
-document order; one compiled pattern finds where such values start (a key's closing quote, the colon,
-the value), and the engine's own token boundaries (their running lengths) turn each position into
-(token, offset) by bisection. Every member's value matches the pattern, so when the pattern finds exactly
-as many as the document holds, they are the same ones in the same order; a string that happens to hold
-the same shape (a reason quoting JSON) makes the counts differ, and the reply is read by mark_lexer.py
-instead, token by token, as is any reply that is not one JSON value (prose or a fence around it, a
-truncated reply), with the same results. A Python step per token or per JSON element, as the lexer
-takes, costs several times more (benchmarks/results/capacity_guard.md, section 32).
+loops. The parser has decoded it already (objects as dicts, a repeated key's value flagged Duplicate);
+walking that document gives, in document order, the key path of every member that can hold a mark: with
+reasons, every member under a "mark" or "met" key; marks only (`bare`), every scalar member. One compiled
+pattern finds where those members' values start in the text (for reasons, the key itself: `"mark"` with
+its closing quote can only be a key in valid JSON, since a quote inside a string is escaped), and the
+engine's own token boundaries (their running lengths) turn each position into (token, offset) by
+bisection. When the pattern finds exactly as many as the walk, they are the same ones in the same order;
+a string that happens to hold the same shape (a reason quoting JSON, a key spelled with escapes) makes
+the counts differ, and the reply is read by mark_lexer.py instead, token by token, as is any reply that
+is not one JSON value (prose or a fence around it, a truncated reply), with the same results. A document
+with a repeated key is decoded again with objects as lists of pairs, where each copy keeps its place. A
+Python step per token, as the lexer takes, costs several times more (benchmarks/results/capacity_guard.md,
+section 32).
 
 The path is the object keys leading to the mark, without "mark" itself: (answer id, criterion) in a group
 reply, (criterion,) in a per-answer reply. Arrays end the path (their items have no key). `bare` (marks
@@ -27,10 +30,13 @@ from collections.abc import Sequence
 from itertools import accumulate
 from typing import Any
 
+from judge_service.judging.json_text import Decoded, Duplicate
 from judge_service.judging.llm.mark_lexer import MARK_KEYS, Path, lexed_locations
 
-# A key's closing quote, its colon and the first character of a scalar value (group 1).
+# Where a member's value starts (group 1): marks only, after any key (a key's closing quote and colon)
+# when the value is a scalar; with reasons, after a "mark" or "met" key, whatever the value.
 _MEMBER_SCALAR = re.compile(r'"\s*:\s*([-0-9tfn])')
+_MARK_MEMBER = re.compile(r'"(?:mark|met)"\s*:\s*(.)', re.DOTALL)
 _MARK_STARTS = frozenset("0123456789tf")  # a negative number or null is no mark
 
 
@@ -38,20 +44,38 @@ def _refuse(constant: str) -> None:
     raise ValueError(f"{constant} is not JSON")
 
 
-# Objects as lists of (key, value) pairs: document order and repeated keys kept.
-_DECODER = json.JSONDecoder(object_pairs_hook=list, parse_constant=_refuse)
+class _Pairs(list[tuple[str, Any]]):
+    """An object read as its (key, value) pairs: document order and repeated keys kept."""
 
 
-def mark_locations(texts: Sequence[str], *, bare: bool = False) -> dict[Path, tuple[int, int]]:
-    """Key path -> (token index, character offset in that token) of every mark's value (module docstring)."""
+_DECODER = json.JSONDecoder(object_pairs_hook=_Pairs, parse_constant=_refuse)
+
+
+class _Repeated(Exception):
+    """The parser's document holds a repeated key (or is not at hand): the pairs must be read."""
+
+
+def mark_locations(
+    texts: Sequence[str], *, bare: bool = False, document: Decoded | None = None
+) -> dict[Path, tuple[int, int]]:
+    """Key path -> (token index, character offset in that token) of every mark's value (module docstring).
+    `document`: the reply as the parser decoded it (duplicates flagged), used when it is these texts (a
+    thinking judge's tokens are the reply's after the thinking was split off)."""
     text = "".join(texts)
-    try:
-        document = _DECODER.decode(text)
-    except (ValueError, RecursionError):
-        return lexed_locations(texts, bare=bare)
     paths: list[Path | None] = []
-    _member_paths(document, (), paths, bare)
-    starts = [hit.start(1) for hit in _MEMBER_SCALAR.finditer(text)]
+    walk = _scalar_paths if bare else _mark_paths
+    try:
+        if document is None or document.text != text:
+            raise _Repeated
+        walk(document.value, (), paths)
+    except _Repeated:
+        try:
+            value = _DECODER.decode(text)
+        except (ValueError, RecursionError):
+            return lexed_locations(texts, bare=bare)
+        paths.clear()
+        walk(value, (), paths)
+    starts = [hit.start(1) for hit in (_MEMBER_SCALAR if bare else _MARK_MEMBER).finditer(text)]
     if len(starts) != len(paths):  # a string holds the same shape: read token by token
         return lexed_locations(texts, bare=bare)
     ends = list(accumulate(map(len, texts)))
@@ -74,29 +98,56 @@ def mark_positions(text: str, *, bare: bool = False) -> dict[Path, int]:
     return {path: offset for path, (_, offset) in mark_locations((text,), bare=bare).items()}
 
 
-def _is_object(value: Any) -> bool:
-    # Arrays decode to lists of values, objects to lists of (key, value) tuples.
-    return bool(value) and type(value[0]) is tuple
+def _mark_paths(value: Any, keys: Path | None, paths: list[Path | None]) -> None:
+    """Append, in document order, an entry for every member under a "mark" or "met" key below `value`:
+    its path when its value is a scalar in an object reached through objects only, else None. `keys`:
+    the keys leading to `value`, None below an array."""
+    kind = type(value)
+    if kind is list:
+        for item in value:
+            _mark_paths(item, None, paths)
+        return
+    if kind is dict:
+        members: Any = value.items()
+    elif kind is _Pairs:
+        members = value
+    else:
+        return
+    for key, member in members:
+        kind = type(member)
+        if kind is Duplicate:
+            raise _Repeated
+        container = kind is dict or kind is _Pairs or kind is list
+        if key in MARK_KEYS:
+            paths.append(None if keys is None or container or kind is str else keys)
+        if container:
+            _mark_paths(member, None if keys is None or kind is list else (*keys, key), paths)
 
 
-def _member_paths(container: Any, keys: Path | None, paths: list[Path | None], bare: bool) -> None:
-    """Append the path of every scalar value that is an object member under `container`, in document
-    order (None: not a mark's place). `keys`: the keys leading to the container, None below an array."""
-    if not isinstance(container, list):
+def _scalar_paths(value: Any, keys: Path | None, paths: list[Path | None]) -> None:
+    """Marks only: append, in document order, an entry for every scalar member (not a string) below
+    `value`: its path (the mark's key included, but for "mark" or "met") when reached through objects
+    only, else None."""
+    kind = type(value)
+    if kind is list:
+        for item in value:
+            _scalar_paths(item, None, paths)
         return
-    if not _is_object(container):
-        for item in container:
-            if isinstance(item, list):
-                _member_paths(item, None, paths, bare)
+    if kind is dict:
+        members: Any = value.items()
+    elif kind is _Pairs:
+        members = value
+    else:
         return
-    for key, value in container:
-        if isinstance(value, list):
-            _member_paths(value, None if keys is None else (*keys, key), paths, bare)
-        elif isinstance(value, str):
+    for key, member in members:
+        kind = type(member)
+        if kind is str:
             continue
+        if kind is dict or kind is _Pairs or kind is list:
+            _scalar_paths(member, None if keys is None or kind is list else (*keys, key), paths)
+        elif kind is Duplicate:
+            raise _Repeated
         elif keys is None:
             paths.append(None)
-        elif key in MARK_KEYS:
-            paths.append(keys)
         else:
-            paths.append((*keys, key) if bare else None)
+            paths.append(keys if key in MARK_KEYS else (*keys, key))

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from judge_service.judging.json_text import Duplicate, extract_json
+from judge_service.judging.json_text import Decoded, Duplicate, decode_whole, extract_json
 
 # Reasons as words (JUDGE_REASON_WORDS): letters first, then words or plain numbers separated by spaces and
 # punctuation. A small judge under a free string schema degenerates into "4.5" or "1.1.1.1..." up to the
@@ -150,6 +150,9 @@ class ParsedJudgement:
     failures: dict[str, str] = field(default_factory=dict)  # answer id -> why it has no marks
     notes: list[str] = field(default_factory=list)  # problems that cost no answer (e.g. unknown ids)
     problems: set[str] = field(default_factory=set)  # kinds of fault in this reply (metrics.OUTPUT_PROBLEMS)
+    # The reply and its JSON when the reply is that value alone (duplicates flagged), for expected marks to
+    # walk instead of decoding the reply again; None when it was found in prose or a fence, or not at all.
+    document: Decoded | None = field(default=None, repr=False)
 
     @property
     def complete(self) -> bool:
@@ -167,7 +170,7 @@ def parse_judgement(
 ) -> ParsedJudgement:
     result = ParsedJudgement()
     try:
-        by_id = _entries_by_id(_extract_json(text), result)
+        by_id = _entries_by_id(_read_reply(text, result), result)
     except ValueError as exc:
         result.failures = {answer_id: str(exc) for answer_id in answer_ids}
         result.problems.add("unreadable")
@@ -210,7 +213,7 @@ def parse_answer(
     id, or a list/wrapper holding it (backends without constrained decoding)."""
     result = ParsedJudgement()
     try:
-        data = _extract_json(text)
+        data = _read_reply(text, result)
     except ValueError as exc:
         result.failures[answer_id] = str(exc)
         result.problems.add("unreadable")
@@ -229,7 +232,12 @@ def parse_answer(
 _WRAPPERS = ("answers", "judgements", "results")
 
 
-def _extract_json(text: str) -> Any:
+def _read_reply(text: str, result: ParsedJudgement) -> Any:
+    """The reply's JSON value (json_text's rules, duplicates flagged); kept as `result.document` when it
+    is the whole reply."""
+    result.document = decode_whole(text, flag_duplicates=True)
+    if result.document is not None:
+        return result.document.value
     value, error = extract_json(text, flag_duplicates=True)
     if error is None:
         return value

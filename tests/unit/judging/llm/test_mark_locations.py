@@ -7,9 +7,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from judge_service.judging.json_text import decode_whole
 from judge_service.judging.llm.mark_lexer import lexed_locations
 from judge_service.judging.llm.mark_locations import mark_locations
 
@@ -46,8 +48,31 @@ def test_the_document_path_and_the_lexer_find_the_same_marks_however_the_reply_i
     tokens = cut(text, cuts)
     found = mark_locations(tokens, bare=bare)
     assert found == lexed_locations(tokens, bare=bare)
+    # The parser's document (objects as dicts) gives the same, without decoding the reply again.
+    assert mark_locations(tokens, bare=bare, document=decode_whole(text, flag_duplicates=True)) == found
     for index, offset in found.values():
         assert tokens[index][offset] in "0123456789tf"
+
+
+@pytest.mark.parametrize("bare", [False, True])
+def test_a_repeated_key_in_the_parsers_document_is_read_from_the_pairs(bare: bool) -> None:
+    """The parser's dicts keep a repeated key once (its value flagged): where each copy stood is read
+    again."""
+    text = '{"a": {"tone": {"reason": "x", "mark": 2}, "tone": {"reason": "y", "mark": 3}, "help": 4}}'
+    tokens = cut(text, list(range(0, len(text), 7)))
+    document = decode_whole(text, flag_duplicates=True)
+    found = mark_locations(tokens, bare=bare, document=document)
+    assert found == lexed_locations(tokens, bare=bare)
+    assert ("a", "tone") not in found  # marked twice: neither copy counts
+
+
+def test_a_document_of_another_text_is_not_used() -> None:
+    """A thinking judge's tokens are the reply after its thinking: the parser's document of the whole
+    text must not be walked for them."""
+    reply = '{"tone": {"reason": "Fine.", "mark": 3}}'
+    other = decode_whole('{"tone": {"reason": "Fine.", "mark": 3}, "x": {"mark": 1}}', flag_duplicates=True)
+    tokens = [reply[:-3], reply[-3:]]
+    assert mark_locations(tokens, document=other) == mark_locations(tokens) == {("tone",): (1, 0)}
 
 
 def test_a_group_reply_with_each_digit_a_token_is_located_by_key_path() -> None:
