@@ -16,6 +16,7 @@ from judge_service.api.deps import (
     shares_of,
 )
 from judge_service.api.headers import idempotency_key_header
+from judge_service.api.json_route import post_json
 from judge_service.api.middleware.auth import caller_of, principal_of
 from judge_service.schemas import (
     MAX_JUDGEMENTS_PAGE,
@@ -66,7 +67,7 @@ BatchIdempotencyKeyHeader = Annotated[
 ]
 
 
-@router.post("/judge", response_model=JudgeResponse, summary="Grade one group of answers")
+@post_json(router, "/judge", response_model=JudgeResponse, summary="Grade one group of answers")
 async def judge(
     request: JudgeRequest, http: Request, idempotency_key: IdempotencyKeyHeader = None
 ) -> JudgeResponse:
@@ -77,7 +78,9 @@ async def judge(
         return await service_of(http).grade(request, idempotency_key=idempotency_key, caller=principal.name)
 
 
-@router.post("/judge/batch", response_model=BatchJudgeResponse, summary="Grade many groups in one request")
+@post_json(
+    router, "/judge/batch", response_model=BatchJudgeResponse, summary="Grade many groups in one request"
+)
 async def judge_batch(
     request: BatchJudgeRequest, http: Request, idempotency_key: BatchIdempotencyKeyHeader = None
 ) -> BatchJudgeResponse:
@@ -88,7 +91,8 @@ async def judge_batch(
     return BatchJudgeResponse(results=results)
 
 
-@router.post(
+@post_json(
+    router,
     "/judge/member",
     response_model=MemberResponse,
     summary="One answer of a group, for trainers that score one sample at a time; answered when its "

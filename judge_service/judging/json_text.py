@@ -36,7 +36,10 @@ def _refuse_constant(name: str) -> Any:
 
 
 def _flag_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    obj: dict[str, Any] = {}
+    obj = dict(pairs)
+    if len(obj) == len(pairs):  # no key repeats: the usual object, built in C
+        return obj
+    obj = {}
     for key, value in pairs:
         obj[key] = Duplicate() if key in obj else value
     return obj

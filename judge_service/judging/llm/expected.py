@@ -62,7 +62,7 @@ def _expected_at(token: TokenLogprobs, offset: int) -> float | None:
     weighted = total = 0.0
     for text, logprob in alternatives.items():
         value = _DIGIT_VALUES.get(text) if offset == 0 else None
-        if value is None:  # the digit inside a longer token: read it there
+        if value is None:  # the digit inside a longer token, or with more after it: read it there
             digit = text[offset : offset + 1]
             if digit not in _DIGITS or (offset and not text.startswith(before)):
                 continue
