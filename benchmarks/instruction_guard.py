@@ -1,0 +1,105 @@
+"""The capacity guard in instructions: what a request executes, counted by callgrind, this tree against a
+pinned commit.
+
+    .venv/bin/python -m benchmarks instruction_guard [--against 4b52f6d] [--groups 300] [--max-ratio 1.02]
+
+Groups/s on a shared machine spread by 25% between rounds of one tree (results/capacity_guard.md,
+section 35), so a change that costs 3% cannot be seen in them. Instructions can: valgrind's callgrind
+counts what the process executes, the same for the same code and input whatever else the machine runs.
+Each tree runs benchmarks/asgi_driver.py (its own app in process through ASGI, the fake judge, the same
+groups for every tree) twice under callgrind, W warm-up groups then N, and W then 4N; the difference
+over 3N is the instructions of one POST /v1/judge, start-up and imports left out. Instructions are not
+time (a cache miss costs more than an add), but on one path of Python code they move together; the
+wall-clock guard (capacity_guard) stays the measure of groups/s. With --max-ratio it exits 1 when this
+tree needs more than that times the pinned tree's instructions per group.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from benchmarks import BENCH_DIR, REPO_ROOT
+from benchmarks.capacity_guard import PINNED
+from benchmarks.experiment import Experiment, Outcome, option
+from benchmarks.report import log, markdown_table
+from benchmarks.trees import pinned_tree
+
+DRIVER = BENCH_DIR / "asgi_driver.py"
+WARMUP = 200
+_COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
+
+
+def instructions(tree: Path, groups: int, warmup: int = WARMUP) -> int:
+    """Instructions callgrind counts for the driver in `tree`: `warmup` groups, then `groups`."""
+    done = subprocess.run(
+        [
+            "valgrind",
+            "--tool=callgrind",
+            "--callgrind-out-file=/dev/null",
+            sys.executable,
+            str(DRIVER),
+            str(warmup),
+            str(groups),
+        ],
+        cwd=tree,
+        env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin", "HOME": str(tree)},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    found = _COLLECTED.search(done.stderr)
+    if done.returncode != 0 or found is None:
+        raise RuntimeError(f"the driver failed in {tree} (exit {done.returncode}): {done.stderr[-2000:]}")
+    return int(found.group(1))
+
+
+def per_group(tree: Path, groups: int) -> dict[str, Any]:
+    """Instructions of one group in `tree`: the runs of N and 4N groups differ by 3N groups."""
+    small, large = instructions(tree, groups), instructions(tree, 4 * groups)
+    return {"runs": {groups: small, 4 * groups: large}, "per_group": round((large - small) / (3 * groups))}
+
+
+def run(args: Any) -> Outcome:
+    if shutil.which("valgrind") is None:
+        raise SystemExit("instruction_guard needs valgrind: apt-get install valgrind")
+    counts: dict[str, dict[str, Any]] = {}
+    with pinned_tree(args.against) as pinned:
+        for side, tree in ((args.against, pinned), ("now", REPO_ROOT)):
+            log(f"{side}: {args.groups} and {4 * args.groups} groups under callgrind ...")
+            counts[side] = per_group(tree, args.groups)
+    before, after = counts[args.against]["per_group"], counts["now"]["per_group"]
+    result = {"against": args.against, "groups": args.groups, "counts": counts, "ratio": after / before}
+    table = markdown_table(
+        [
+            "POST /v1/judge, in process",
+            f"{args.against}: instructions/group",
+            "now: instructions/group",
+            "now / pinned",
+        ],
+        [["fake judge, 8 answers", f"{before:,}", f"{after:,}", f"**{after / before:.3f}**"]],
+    )
+    if args.max_ratio is not None and after / before > args.max_ratio:
+        log(f"instruction guard: {after / before:.3f} of {args.against}'s, above {args.max_ratio}")
+        return Outcome(result, table, exit_code=1)
+    return Outcome(result, table)
+
+
+EXPERIMENT = Experiment(
+    options=[
+        option("--against", PINNED, "the pinned earlier commit (any git ref)"),
+        option("--groups", 300, "N: the runs judge N and 4N groups after the warm-up"),
+        option(
+            "--max-ratio",
+            help="exit 1 when now needs more than this times the pinned instructions",
+            type=float,
+        ),
+    ],
+    run=run,
+)
+
+EXPERIMENT.run_if_main(__name__)
