@@ -37,6 +37,9 @@ from judge_service.judging.llm.mark_lexer import MARK_KEYS, Path, lexed_location
 # when the value is a scalar; with reasons, after a "mark" or "met" key, whatever the value.
 _MEMBER_SCALAR = re.compile(r'"\s*:\s*([-0-9tfn])')
 _MARK_MEMBER = re.compile(r'"(?:mark|met)"\s*:\s*(.)', re.DOTALL)
+# What comes before a key's opening quote; a quote after a backslash is inside a string ('"x\\"mark":' is
+# the key 'x"mark'). Checked per hit: a look-behind in the pattern makes the whole search 5x slower.
+_BEFORE_KEY = frozenset("{, \t\n\r")
 _MARK_STARTS = frozenset("0123456789tf")  # a negative number or null is no mark
 
 
@@ -62,21 +65,20 @@ def mark_locations(
     `document`: the reply as the parser decoded it (duplicates flagged), used when it is these texts (a
     thinking judge's tokens are the reply's after the thinking was split off)."""
     text = "".join(texts)
-    paths: list[Path | None] = []
-    walk = _scalar_paths if bare else _mark_paths
-    try:
-        if document is None or document.text != text:
-            raise _Repeated
-        walk(document.value, (), paths)
-    except _Repeated:
-        try:
-            value = _DECODER.decode(text)
-        except (ValueError, RecursionError):
-            return lexed_locations(texts, bare=bare)
-        paths.clear()
-        walk(value, (), paths)
-    starts = [hit.start(1) for hit in (_MEMBER_SCALAR if bare else _MARK_MEMBER).finditer(text)]
-    if len(starts) != len(paths):  # a string holds the same shape: read token by token
+    # Without a backslash no quote is escaped and no key spelled with escapes: every "mark" key of the
+    # document is one the pattern finds, and every hit is a key.
+    plain = "\\" not in text
+    if bare:
+        starts = [hit.start(1) for hit in _MEMBER_SCALAR.finditer(text)]
+    elif plain:
+        starts = [hit.start(1) for hit in _MARK_MEMBER.finditer(text)]
+    else:
+        starts = [hit.start(1) for hit in _MARK_MEMBER.finditer(text) if text[hit.start() - 1] in _BEFORE_KEY]
+    own = document.value if document is not None and document.text == text else _UNREAD
+    paths = _constrained_paths(own, len(starts)) if plain and not bare and own is not _UNREAD else None
+    if paths is None:
+        paths = _walked_paths(text, own, bare)
+    if paths is None or len(starts) != len(paths):  # a string holds the same shape: read token by token
         return lexed_locations(texts, bare=bare)
     ends = list(accumulate(map(len, texts)))
     found: dict[Path, tuple[int, int]] = {}
@@ -91,6 +93,53 @@ def mark_locations(
     for path in repeated:
         del found[path]
     return found
+
+
+_UNREAD = object()  # no decoded document of these texts at hand
+
+
+def _constrained_paths(document: Any, marks: int) -> list[Path | None] | None:
+    """The paths of the layout constrained decoding writes, {criterion: {.., "mark": m}} or
+    {answer id: {criterion: {.., "mark": m}}}, without walking every member: the objects holding a
+    "mark" or "met" key at depth 1 or 2, in document order (a dict keeps it). The text spells every key
+    plainly (no backslash in it), so the pattern finds every mark key of the document and nothing else;
+    when the objects are exactly as many as those keys (`marks`), each holds one and there is no other
+    anywhere, and the k-th key in the text is the k-th object's. None when neither depth accounts for
+    every key (then every member is walked)."""
+    if type(document) is not dict:
+        return None
+    shallow: list[Path | None] = [
+        (key,) for key, value in document.items() if type(value) is dict and not MARK_KEYS.isdisjoint(value)
+    ]
+    if len(shallow) == marks:
+        return shallow
+    deep: list[Path | None] = [
+        (key, inner)
+        for key, value in document.items()
+        if type(value) is dict
+        for inner, leaf in value.items()
+        if type(leaf) is dict and not MARK_KEYS.isdisjoint(leaf)
+    ]
+    return deep if len(deep) == marks else None
+
+
+def _walked_paths(text: str, document: Any, bare: bool) -> list[Path | None] | None:
+    """Every entry (_mark_paths, or _scalar_paths for marks only) from the parser's document, or from the
+    pairs where it holds a repeated key or is not at hand; None when the text is not one JSON value."""
+    paths: list[Path | None] = []
+    walk = _scalar_paths if bare else _mark_paths
+    try:
+        if document is _UNREAD:
+            raise _Repeated
+        walk(document, (), paths)
+    except _Repeated:
+        try:
+            value = _DECODER.decode(text)
+        except (ValueError, RecursionError):
+            return None
+        paths.clear()
+        walk(value, (), paths)
+    return paths
 
 
 def mark_positions(text: str, *, bare: bool = False) -> dict[Path, int]:

@@ -90,3 +90,34 @@ def test_a_group_reply_with_each_digit_a_token_is_located_by_key_path() -> None:
 def test_prose_around_the_reply_is_read_by_the_lexer() -> None:
     tokens = ['Here: {"tone": {"reason": "Fine.", "mark": ', "3", "}} done"]
     assert mark_locations(tokens) == {("tone",): (1, 0)}
+
+
+CRITERION = st.fixed_dictionaries(
+    {"reason": TEXTS, "mark": st.integers(1, 5)}, optional={"met": st.booleans(), "note": VALUES}
+)
+GROUP_REPLIES = st.one_of(
+    st.dictionaries(st.sampled_from(["tone", "help", "mark"]), CRITERION, max_size=3),
+    st.dictionaries(
+        st.sampled_from(["a1", "a2", "a3", "mark"]),
+        st.dictionaries(st.sampled_from(["tone", "help", 'x\\"mark', "met"]), CRITERION, max_size=3),
+        max_size=3,
+    ),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    value=GROUP_REPLIES,
+    spelled=st.sampled_from(["mark", "m\\u0061rk", "\\u006dark"]),
+    cuts=st.lists(st.integers(0, 10_000), max_size=30),
+)
+def test_the_layout_judges_write_is_located_as_the_lexer_locates_it(
+    value: Any, spelled: str, cuts: list[int]
+) -> None:
+    """Replies shaped as constrained decoding writes them, with stray mark keys, keys that end in an
+    escaped quote and "mark", and mark keys spelled with escapes: the shortcut for that layout finds what
+    the lexer finds, or leaves the reply to the walk."""
+    text = json.dumps(value).replace('"mark"', f'"{spelled}"', 1)
+    tokens = cut(text, cuts)
+    found = mark_locations(tokens, document=decode_whole(text, flag_duplicates=True))
+    assert found == lexed_locations(tokens) == mark_locations(tokens)
