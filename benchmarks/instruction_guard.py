@@ -16,6 +16,7 @@ tree needs more than that times the pinned tree's instructions per group.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -47,7 +48,7 @@ def instructions(tree: Path, groups: int, warmup: int = WARMUP) -> int:
             str(groups),
         ],
         cwd=tree,
-        env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin", "HOME": str(tree)},
+        env=defaults_env(tree),
         capture_output=True,
         text=True,
         check=False,
@@ -56,6 +57,13 @@ def instructions(tree: Path, groups: int, warmup: int = WARMUP) -> int:
     if done.returncode != 0 or found is None:
         raise RuntimeError(f"the driver failed in {tree} (exit {done.returncode}): {done.stderr[-2000:]}")
     return int(found.group(1))
+
+
+def defaults_env(tree: Path) -> dict[str, str]:
+    """This environment without JUDGE_* settings (both trees run on their defaults), the tree first on
+    the import path."""
+    kept = {name: value for name, value in os.environ.items() if not name.startswith("JUDGE_")}
+    return {**kept, "PYTHONPATH": str(tree)}
 
 
 def per_group(tree: Path, groups: int) -> dict[str, Any]:

@@ -16,6 +16,7 @@ import pytest
 from benchmarks import BENCH_DIR
 from benchmarks.__main__ import README, readme_table
 from benchmarks.experiment import declared, experiments, modules
+from benchmarks.instruction_guard import defaults_env
 
 ROOT = BENCH_DIR.parent
 
@@ -65,3 +66,18 @@ def test_a_small_benchmark_runs_end_to_end(tmp_path: Path, capsys: pytest.Captur
     printed = capsys.readouterr().out
     assert "| similarity |" in printed and "adversarial answer" in printed
     assert sum(line.startswith("|---") for line in printed.splitlines()) == 2  # the two tables
+
+
+def test_the_instruction_guards_driver_judges_through_the_app() -> None:
+    """asgi_driver.py, which instruction_guard runs under callgrind in each tree, judges its groups
+    through the whole app (it raises on any answer but 200)."""
+    done = subprocess.run(
+        [sys.executable, str(BENCH_DIR / "asgi_driver.py"), "2", "3"],
+        cwd=ROOT,
+        env=defaults_env(ROOT),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1]) == {"warmup": 2, "groups": 3}
