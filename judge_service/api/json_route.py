@@ -24,6 +24,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ValidationError
 
+from judge_service.api.errors import MAX_PROBLEMS, more_problems
+
 Endpoint = TypeVar("Endpoint", bound=Callable[..., Any])
 NOT_JSON = "send the body as JSON, with the header Content-Type: application/json"
 NOT_UTF8 = "the body is not UTF-8: send JSON encoded as UTF-8"
@@ -89,10 +91,10 @@ def _read(model: type[BaseModel], raw: bytes) -> BaseModel:
     except ValidationError as exc:
         errors = exc.errors(include_url=False, include_context=False, include_input=False)
         if errors[0]["type"] != "json_invalid":
-            raise RequestValidationError([{**e, "loc": ("body", *e["loc"])} for e in errors]) from None
+            raise _in_body(errors) from None
         syntax = errors[0]
     try:
-        value = json.loads(raw.decode())
+        value = json.loads(raw)  # bytes: UTF-8 (a BOM too), UTF-16 or UTF-32, as FastAPI reads a body
     except UnicodeDecodeError:
         raise RequestValidationError([{"type": "json_invalid", "loc": ("body",), "msg": NOT_UTF8}]) from None
     except (ValueError, RecursionError):
@@ -100,8 +102,16 @@ def _read(model: type[BaseModel], raw: bytes) -> BaseModel:
     try:
         return model.model_validate(value)
     except ValidationError as exc:
-        errors = exc.errors(include_url=False, include_context=False, include_input=False)
-        raise RequestValidationError([{**e, "loc": ("body", *e["loc"])} for e in errors]) from None
+        raise _in_body(exc.errors(include_url=False, include_context=False, include_input=False)) from None
+
+
+def _in_body(errors: list[Any]) -> RequestValidationError:
+    """The errors located under "body", as FastAPI locates them; a body of 400,000 unknown keys has as
+    many errors, and the reply names the first MAX_PROBLEMS (api/errors.py) and how many there were."""
+    located = [{**e, "loc": ("body", *e["loc"])} for e in errors[:MAX_PROBLEMS]]
+    if len(errors) > MAX_PROBLEMS:
+        located.append(more_problems(len(errors) - MAX_PROBLEMS))
+    return RequestValidationError(located)
 
 
 def _is_model(annotation: Any) -> bool:

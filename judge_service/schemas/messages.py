@@ -166,12 +166,15 @@ class ChatMessage(StrictModel):
 
 def _check_fields_of_the_role(data: dict[str, Any]) -> None:
     role = data.get("role")
+    # The caller's value, not yet checked: a role of ours by name, anything else quoted and cut (a lone
+    # surrogate in an error message cannot be encoded, and would be a 500).
+    shown = role if role in ("system", "user", "assistant", "tool") else ascii(role)[:40]
     if data.get("tool_calls") is not None and role != "assistant":
-        raise ValueError(f"only an assistant turn makes tool_calls, not a {role} turn")
+        raise ValueError(f"only an assistant turn makes tool_calls, not a {shown} turn")
     if role == "tool" and data.get("tool_call_id") is None:
         raise ValueError("a tool turn needs tool_call_id: the id of the call it answers")
     if role != "tool" and (data.get("tool_call_id") is not None or data.get("name") is not None):
-        raise ValueError(f"tool_call_id and name belong to tool turns, not a {role} turn")
+        raise ValueError(f"tool_call_id and name belong to tool turns, not a {shown} turn")
 
 
 def _joined_parts(parts: list[Any]) -> str:

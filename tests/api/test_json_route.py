@@ -92,3 +92,38 @@ def test_the_description_is_what_fastapi_writes_for_the_same_endpoint() -> None:
         )
         described.append(app.openapi())
     assert described[0] == described[1]
+
+
+def test_a_lone_surrogate_in_a_role_is_a_422_not_a_500(client: TestClient) -> None:
+    """pydantic's JSON parser refuses a lone surrogate; Python's reads it, and the role's error message
+    must still be encodable."""
+    body = (
+        '{"conversation": [{"role": "\\ud800", "content": "x", "tool_call_id": "c1"}],'
+        ' "answers": [{"id": "a", "text": "x"}]}'
+    )
+    for path, raw in (("/v1/judge", body), ("/v1/judge/batch", f'{{"groups": [{body}]}}')):
+        response = client.post(path, content=raw, headers={"content-type": "application/json"})
+        assert response.status_code == 422, response.text
+        assert "not a '\\ud800' turn" in response.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("encoding", ["utf-8-sig", "utf-16", "utf-32"])
+def test_a_body_in_another_unicode_encoding_is_read_as_fastapi_reads_it(
+    client: TestClient, encoding: str
+) -> None:
+    raw = json.dumps(group(2)).encode(encoding)
+    response = client.post("/v1/judge", content=raw, headers={"content-type": "application/json"})
+    assert response.status_code == 200, response.text
+
+
+@pytest.mark.parametrize("path", ["/v1/judge", "/v1/rubrics"])
+def test_a_body_of_many_unknown_keys_names_the_first_problems_and_how_many_more(
+    client: TestClient, path: str
+) -> None:
+    """A JSON route and a route FastAPI reads alike: 20,000 problems are not 20,000 entries in the reply."""
+    body = {**group(2), **{f"k{i}": 0 for i in range(20_000)}}
+    response = client.post(path, json=body)
+    assert response.status_code == 422
+    details = response.json()["error"]["details"]
+    assert len(details) == 51
+    assert details[-1]["problem"].startswith("and ") and "more problems" in details[-1]["problem"]
