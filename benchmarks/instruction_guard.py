@@ -5,9 +5,10 @@ pinned commit.
 
 Groups/s on a shared machine spread by 25% between rounds of one tree (results/capacity_guard.md,
 section 35), so a change that costs 3% cannot be seen in them. Instructions can: valgrind's callgrind
-counts what the process executes, the same for the same code and input whatever else the machine runs.
-Each tree runs benchmarks/asgi_driver.py (its own app in process through ASGI, the fake judge, the same
-groups for every tree) twice under callgrind, W warm-up groups then N, and W then 4N; the difference
+counts what the process executes, the same for the same code and input, nearly whatever else the machine
+runs (work the app does by the clock, and a busier machine stretches the clock, is the rest). Each tree
+runs benchmarks/asgi_driver.py (its own app in process through ASGI, the fake judge, the same groups for
+every tree, one at a time) twice under callgrind, W warm-up groups then N, and W then 4N; the difference
 over 3N is the instructions of one POST /v1/judge, start-up and imports left out. Instructions are not
 time (a cache miss costs more than an add), but on one path of Python code they move together; the
 wall-clock guard (capacity_guard) stays the measure of groups/s. With --max-ratio it exits 1 when this
