@@ -8,7 +8,7 @@ section 35), so a change that costs 3% cannot be seen in them. Instructions can:
 counts what the process executes, the same for the same code and input, nearly whatever else the machine
 runs (work the app does by the clock, and a busier machine stretches the clock, is the rest). Each tree
 runs benchmarks/asgi_driver.py (its own app in process through ASGI, the fake judge, the same groups for
-every tree, one at a time) twice under callgrind, W warm-up groups then N, and W then 4N; the difference
+every tree, 8 in flight) twice under callgrind, W warm-up groups then N, and W then 4N; the difference
 over 3N is the instructions of one POST /v1/judge, start-up and imports left out. Instructions are not
 time (a cache miss costs more than an add), but on one path of Python code they move together; the
 wall-clock guard (capacity_guard) stays the measure of groups/s. The guarded figure is the main thread's
@@ -40,7 +40,7 @@ _COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
 _TOTALS = re.compile(r"^totals:\s*(\d+)", re.M)
 
 
-def instructions(tree: Path, groups: int, warmup: int = WARMUP) -> tuple[int, int]:
+def instructions(tree: Path, groups: int, in_flight: int, warmup: int = WARMUP) -> tuple[int, int]:
     """Instructions callgrind counts for the driver in `tree` (`warmup` groups, then `groups`): on the
     main thread (the event loop's, where a request's work is done and capacity is bound) and on all."""
     with tempfile.TemporaryDirectory() as out:
@@ -54,6 +54,7 @@ def instructions(tree: Path, groups: int, warmup: int = WARMUP) -> tuple[int, in
                 str(DRIVER),
                 str(warmup),
                 str(groups),
+                str(in_flight),
             ],
             cwd=tree,
             env=defaults_env(tree),
@@ -76,10 +77,10 @@ def defaults_env(tree: Path) -> dict[str, str]:
     return {**kept, "PYTHONPATH": str(tree)}
 
 
-def per_group(tree: Path, groups: int) -> dict[str, Any]:
+def per_group(tree: Path, groups: int, in_flight: int) -> dict[str, Any]:
     """Instructions of one group in `tree`, main thread and all threads: the runs of N and 4N groups
     differ by 3N groups."""
-    small, large = instructions(tree, groups), instructions(tree, 4 * groups)
+    small, large = instructions(tree, groups, in_flight), instructions(tree, 4 * groups, in_flight)
     return {
         "runs": {groups: small, 4 * groups: large},
         "main_thread_per_group": round((large[0] - small[0]) / (3 * groups)),
@@ -94,10 +95,16 @@ def run(args: Any) -> Outcome:
     with pinned_tree(args.against) as pinned:
         for side, tree in ((args.against, pinned), ("now", REPO_ROOT)):
             log(f"{side}: {args.groups} and {4 * args.groups} groups under callgrind ...")
-            counts[side] = per_group(tree, args.groups)
+            counts[side] = per_group(tree, args.groups, args.in_flight)
     pinned, now = counts[args.against], counts["now"]
     before, after = pinned["main_thread_per_group"], now["main_thread_per_group"]
-    result = {"against": args.against, "groups": args.groups, "counts": counts, "ratio": after / before}
+    result = {
+        "against": args.against,
+        "groups": args.groups,
+        "in_flight": args.in_flight,
+        "counts": counts,
+        "ratio": after / before,
+    }
     table = markdown_table(
         [
             "POST /v1/judge, in process",
@@ -130,6 +137,9 @@ EXPERIMENT = Experiment(
     options=[
         option("--against", PINNED, "the pinned earlier commit (any git ref)"),
         option("--groups", 300, "N: the runs judge N and 4N groups after the warm-up"),
+        option(
+            "--in-flight", 8, "requests in flight (1: one at a time, every request pays a loop turn alone)"
+        ),
         option(
             "--max-ratio",
             help="exit 1 when now needs more than this times the pinned instructions",

@@ -80,4 +80,4 @@ def test_the_instruction_guards_driver_judges_through_the_app() -> None:
         timeout=300,
     )
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout.splitlines()[-1]) == {"warmup": 2, "groups": 3}
+    assert json.loads(done.stdout.splitlines()[-1]) == {"warmup": 2, "groups": 3, "in_flight": 8}
