@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import Field, GetJsonSchemaHandler, ValidationInfo, model_validator
 from pydantic.json_schema import JsonSchemaValue
@@ -34,6 +34,7 @@ MAX_CALLED_NAME_CHARS = 256  # a name the policy wrote in a call: any text, show
 CALL_ID_PATTERN = r"^[\x21-\x7e]{1,128}$"  # printable ASCII without spaces, as engines and SDKs write them
 
 Role = Literal["system", "user", "assistant", "tool"]
+_ROLES = frozenset(get_args(Role))
 
 
 def _absent(value: object) -> bool:
@@ -168,7 +169,7 @@ def _check_fields_of_the_role(data: dict[str, Any]) -> None:
     role = data.get("role")
     # The caller's value, not yet checked: a role of ours by name, anything else quoted and cut (a lone
     # surrogate in an error message cannot be encoded, and would be a 500).
-    shown = role if role in ("system", "user", "assistant", "tool") else ascii(role)[:40]
+    shown = role if role in _ROLES else ascii(role)[:40]
     if data.get("tool_calls") is not None and role != "assistant":
         raise ValueError(f"only an assistant turn makes tool_calls, not a {shown} turn")
     if role == "tool" and data.get("tool_call_id") is None:

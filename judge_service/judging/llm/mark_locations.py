@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import re
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import accumulate
 from typing import Any
 
@@ -52,10 +52,12 @@ class _Pairs(list[tuple[str, Any]]):
 
 
 _DECODER = json.JSONDecoder(object_pairs_hook=_Pairs, parse_constant=_refuse)
+_CONTAINERS = frozenset((dict, _Pairs, list))
+Walk = Callable[[Any, "Path | None", "list[Path | None]"], None]  # _mark_paths, _scalar_paths
 
 
 class _Repeated(Exception):
-    """The parser's document holds a repeated key (or is not at hand): the pairs must be read."""
+    """The parser's document holds a repeated key: the pairs must be read."""
 
 
 def mark_locations(
@@ -126,19 +128,19 @@ def _constrained_paths(document: Any, marks: int) -> list[Path | None] | None:
 def _walked_paths(text: str, document: Any, bare: bool) -> list[Path | None] | None:
     """Every entry (_mark_paths, or _scalar_paths for marks only) from the parser's document, or from the
     pairs where it holds a repeated key or is not at hand; None when the text is not one JSON value."""
-    paths: list[Path | None] = []
     walk = _scalar_paths if bare else _mark_paths
-    try:
-        if document is _UNREAD:
-            raise _Repeated
-        walk(document, (), paths)
-    except _Repeated:
+    paths: list[Path | None] = []
+    if document is not _UNREAD:
         try:
-            value = _DECODER.decode(text)
-        except (ValueError, RecursionError):
-            return None
-        paths.clear()
-        walk(value, (), paths)
+            walk(document, (), paths)
+            return paths
+        except _Repeated:
+            paths.clear()
+    try:
+        value = _DECODER.decode(text)
+    except (ValueError, RecursionError):
+        return None
+    walk(value, (), paths)  # the pairs hold no Duplicate
     return paths
 
 
@@ -147,26 +149,29 @@ def mark_positions(text: str, *, bare: bool = False) -> dict[Path, int]:
     return {path: offset for path, (_, offset) in mark_locations((text,), bare=bare).items()}
 
 
+def _members(value: Any, walk: Walk, paths: list[Path | None]) -> Any:
+    """An object's (key, member) pairs, from a dict (the parser's document) or _Pairs; an array's items
+    are walked here, below it paths end (keys None), and it gives no members; a scalar none either."""
+    kind = type(value)
+    if kind is dict:
+        return value.items()
+    if kind is _Pairs:
+        return value
+    if kind is list:
+        for item in value:
+            walk(item, None, paths)
+    return ()
+
+
 def _mark_paths(value: Any, keys: Path | None, paths: list[Path | None]) -> None:
     """Append, in document order, an entry for every member under a "mark" or "met" key below `value`:
     its path when its value is a scalar in an object reached through objects only, else None. `keys`:
     the keys leading to `value`, None below an array."""
-    kind = type(value)
-    if kind is list:
-        for item in value:
-            _mark_paths(item, None, paths)
-        return
-    if kind is dict:
-        members: Any = value.items()
-    elif kind is _Pairs:
-        members = value
-    else:
-        return
-    for key, member in members:
+    for key, member in _members(value, _mark_paths, paths):
         kind = type(member)
         if kind is Duplicate:
             raise _Repeated
-        container = kind is dict or kind is _Pairs or kind is list
+        container = kind in _CONTAINERS
         if key in MARK_KEYS:
             paths.append(None if keys is None or container or kind is str else keys)
         if container:
@@ -177,22 +182,11 @@ def _scalar_paths(value: Any, keys: Path | None, paths: list[Path | None]) -> No
     """Marks only: append, in document order, an entry for every scalar member (not a string) below
     `value`: its path (the mark's key included, but for "mark" or "met") when reached through objects
     only, else None."""
-    kind = type(value)
-    if kind is list:
-        for item in value:
-            _scalar_paths(item, None, paths)
-        return
-    if kind is dict:
-        members: Any = value.items()
-    elif kind is _Pairs:
-        members = value
-    else:
-        return
-    for key, member in members:
+    for key, member in _members(value, _scalar_paths, paths):
         kind = type(member)
         if kind is str:
             continue
-        if kind is dict or kind is _Pairs or kind is list:
+        if kind in _CONTAINERS:
             _scalar_paths(member, None if keys is None or kind is list else (*keys, key), paths)
         elif kind is Duplicate:
             raise _Repeated
