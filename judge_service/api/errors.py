@@ -39,16 +39,18 @@ async def _service_error(_: Request, exc: Exception) -> JSONResponse:
 MAX_PROBLEMS = 50  # a body of 400,000 unknown keys has as many problems: the reply names the first ones
 
 
-def more_problems(count: int) -> dict[str, Any]:
-    """The last problem listed when more were found than MAX_PROBLEMS."""
-    return {"loc": ("body",), "msg": f"and {count:,} more problems, not listed", "type": "more"}
+def capped(errors: list[Any]) -> list[Any]:
+    """The first MAX_PROBLEMS of a request's errors and one saying how many more there were; all of them
+    when that would be no shorter."""
+    if len(errors) <= MAX_PROBLEMS + 1:
+        return errors
+    more = {"loc": (), "msg": f"and {len(errors) - MAX_PROBLEMS:,} more problems, not listed", "type": "more"}
+    return [*errors[:MAX_PROBLEMS], more]
 
 
 async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
-    errors = exc.errors()
-    if len(errors) > MAX_PROBLEMS + 1:  # JSONRoute caps its own (json_route.py); FastAPI's are capped here
-        errors = [*errors[:MAX_PROBLEMS], more_problems(len(errors) - MAX_PROBLEMS)]
+    errors = capped(list(exc.errors()))  # JSONRoute's come capped already (json_route.py)
     problems = [
         {"field": _location(tuple(err.get("loc", ()))), "problem": err.get("msg", "invalid")}
         for err in errors

@@ -24,7 +24,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ValidationError
 
-from judge_service.api.errors import MAX_PROBLEMS, more_problems
+from judge_service.api.errors import capped
 
 Endpoint = TypeVar("Endpoint", bound=Callable[..., Any])
 NOT_JSON = "send the body as JSON, with the header Content-Type: application/json"
@@ -107,11 +107,8 @@ def _read(model: type[BaseModel], raw: bytes) -> BaseModel:
 
 def _in_body(errors: list[Any]) -> RequestValidationError:
     """The errors located under "body", as FastAPI locates them; a body of 400,000 unknown keys has as
-    many errors, and the reply names the first MAX_PROBLEMS (api/errors.py) and how many there were."""
-    located = [{**e, "loc": ("body", *e["loc"])} for e in errors[:MAX_PROBLEMS]]
-    if len(errors) > MAX_PROBLEMS:
-        located.append(more_problems(len(errors) - MAX_PROBLEMS))
-    return RequestValidationError(located)
+    many errors, and only the ones the reply names (api/errors.py, capped) are located."""
+    return RequestValidationError([{**e, "loc": ("body", *e["loc"])} for e in capped(errors)])
 
 
 def _is_model(annotation: Any) -> bool:
