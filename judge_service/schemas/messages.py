@@ -169,7 +169,7 @@ def _check_fields_of_the_role(data: dict[str, Any]) -> None:
     role = data.get("role")
     # The caller's value, not yet checked: a role of ours by name, anything else quoted and cut (a lone
     # surrogate in an error message cannot be encoded, and would be a 500).
-    shown = role if role in _ROLES else ascii(role)[:40]
+    shown = role if isinstance(role, str) and role in _ROLES else ascii(role)[:40]
     if data.get("tool_calls") is not None and role != "assistant":
         raise ValueError(f"only an assistant turn makes tool_calls, not a {shown} turn")
     if role == "tool" and data.get("tool_call_id") is None:
