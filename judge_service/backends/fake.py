@@ -421,31 +421,55 @@ def _answer_reply_for(criteria_of: tuple[str, tuple[str, ...]]) -> str:
 @functools.lru_cache(maxsize=1024)
 def fake_logprobs(text: str) -> tuple[TokenLogprobs, ...]:
     """Tokens of a reply: the text between marks in one token each, every mark's digit its own token with
-    p=0.6 on the mark and 0.3/0.1 on its neighbours (which side takes 0.3 follows from the text before)."""
+    p=0.6 on the mark and 0.3/0.1 on its neighbours (which side takes 0.3: the first byte of the SHA-256
+    of the text before the digit, even for the higher side).
+
+    An engine computes log-probabilities in its own process; this stand-in must not cost the service's
+    benchmarks more than that: the prefix is hashed once, incrementally (a copy of the running hash at
+    each digit), and each (mark, side) has one precomputed token."""
     tokens: list[TokenLogprobs] = []
     start = 0
-    found = sorted([*_MARK_DIGIT.finditer(text), *_MET.finditer(text)], key=lambda m: m.start())
+    running = hashlib.sha256()
+    found = sorted([*_MARK_DIGIT.finditer(text), *_MET.finditer(text)], key=_digit_start)
     for match in found:
-        if match.start(1) > start:
-            tokens.append(TokenLogprobs(text[start : match.start(1)], 0.0, ()))
+        at = match.start(1)
+        if at > start:
+            tokens.append(TokenLogprobs(text[start:at], 0.0, ()))
+        running.update(text[start:at].encode())
+        written = match.group(1)
+        if written in _MET_TOKENS:
+            tokens.append(_MET_TOKENS[written])
+        else:
+            up = running.copy().digest()[0] % 2 == 0
+            tokens.append(_DIGIT_TOKENS[written, up])
+        running.update(text[at : match.end(1)].encode())
         start = match.end(1)
-        if match.group(1) in ("true", "false"):  # p=0.8 on what was written, 0.2 on the other
-            other = "false" if match.group(1) == "true" else "true"
-            chosen = ((match.group(1), math.log(0.8)), (other, math.log(0.2)))
-            tokens.append(TokenLogprobs(match.group(1), math.log(0.8), chosen))
-            continue
-        mark = int(match.group(1))
-        lower, higher = max(1, mark - 1), min(5, mark + 1)
-        up = hashlib.sha256(text[: match.start(1)].encode()).digest()[0] % 2 == 0
-        first, second = (higher, lower) if up else (lower, higher)
-        spread = {mark: 0.6}
-        spread[first] = spread.get(first, 0.0) + 0.3
-        spread[second] = spread.get(second, 0.0) + 0.1
-        top = tuple((str(d), math.log(p)) for d, p in sorted(spread.items(), key=lambda kv: -kv[1]))
-        tokens.append(TokenLogprobs(str(mark), math.log(spread[mark]), top))
     if start < len(text):
         tokens.append(TokenLogprobs(text[start:], 0.0, ()))
     return tuple(tokens)
+
+
+def _digit_start(match: re.Match[str]) -> int:
+    return match.start(1)
+
+
+def _digit_token(mark: int, up: bool) -> TokenLogprobs:
+    """Mark `mark` written with p=0.6, 0.3 on the neighbour above (`up`) or below, 0.1 on the other."""
+    lower, higher = max(1, mark - 1), min(5, mark + 1)
+    first, second = (higher, lower) if up else (lower, higher)
+    spread = {mark: 0.6}
+    spread[first] = spread.get(first, 0.0) + 0.3
+    spread[second] = spread.get(second, 0.0) + 0.1
+    top = tuple((str(d), math.log(p)) for d, p in sorted(spread.items(), key=lambda kv: -kv[1]))
+    return TokenLogprobs(str(mark), math.log(spread[mark]), top)
+
+
+_DIGIT_TOKENS = {(str(mark), up): _digit_token(mark, up) for mark in range(1, 6) for up in (True, False)}
+# A checklist item's met: p=0.8 on what was written, 0.2 on the other.
+_MET_TOKENS = {
+    written: TokenLogprobs(written, math.log(0.8), ((written, math.log(0.8)), (other, math.log(0.2))))
+    for written, other in (("true", "false"), ("false", "true"))
+}
 
 
 def _marks(criteria_by_id: CriteriaById) -> dict[str, dict[str, dict[str, object]]]:
