@@ -26,6 +26,7 @@ OUTPUT_PROBLEMS = (
     "missing_criterion",
     "invalid_mark",
     "missing_reason",
+    "invalid_attribution",
     "truncated",
 )
 

@@ -19,6 +19,7 @@ from judge_service.schemas import (
     MAX_STEP,
     RUBRIC_REF_PATTERN,
     RUN_ID_PATTERN,
+    Attribution,
     Decoding,
     JuryAggregate,
     PairwiseScore,
@@ -155,6 +156,7 @@ JUDGE_FIELDS: dict[str, st.SearchStrategy[Any]] = {
     "group_key": st.text(st.characters(blacklist_categories=("Cc", "Cs")), max_size=40),
     "seed": st.integers(0, 2**32 - 1),
     "reason_language": _one_of_literal(ReasonLanguage),
+    "attribution": _one_of_literal(Attribution),  # refused beside answers of text alone (BASE's)
 }
 
 MEMBER_FIELDS: dict[str, st.SearchStrategy[Any]] = {

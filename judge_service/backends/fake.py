@@ -200,6 +200,8 @@ class FakeBackend:
         binary = _binary_items(request)
         if binary:
             text = _as_checklist(text, binary, _pitfalls(request))
+        if _asks_for_steps(request):
+            text = _with_steps(text, request)
         return text if _wants_reasons(request) else _marks_only(text)
 
     def _reply_with_reasons(self, request: GenerationRequest) -> str:
@@ -309,6 +311,44 @@ def _binary_items(request: GenerationRequest) -> frozenset[str]:
         if isinstance(inner, dict)
         and (inner.get("type") == "boolean" or "met" in (inner.get("properties") or {}))
     )
+
+
+WRONG_STEP = "[fake judge: wrong step]"  # in a trajectory's turn: the fake names that step first wrong
+STEP_OUT_OF_RANGE = "[fake judge: step out of range]"  # in an answer: the fake cites a step it lacks
+_ANSWER_BLOCK = re.compile(r'<answer id="([^"]*)">(.*?)</answer>', re.DOTALL)
+_STEP_BLOCK = re.compile(r'<step n="(\d+)"[^>]*>(.*?)</step>', re.DOTALL)
+
+
+def _asks_for_steps(request: GenerationRequest) -> bool:
+    """Whether the schema's criteria hold "steps" (attribution)."""
+    first: dict[str, Any] = next(iter(_criteria_schemas(request).values()), {})
+    return isinstance(first, dict) and "steps" in (first.get("properties") or {})
+
+
+def _with_steps(text: str, request: GenerationRequest) -> str:
+    """A reply with every criterion's steps and first wrong step, before its mark: the answer's last step
+    cited, and the step holding WRONG_STEP (cited too) as the first wrong one, else null; an answer holding
+    STEP_OUT_OF_RANGE cites a step past its last."""
+    value = json.loads(text)
+    blocks = {m.group(1): m.group(2) for m in _ANSWER_BLOCK.finditer(request.messages[-1]["content"])}
+    schema = request.json_schema or {}
+
+    def attributed(answer_id: str, marks: dict[str, Any], answer_schema: dict[str, Any]) -> dict[str, Any]:
+        criterion = next(iter(answer_schema["properties"].values()))
+        count = len(criterion["properties"]["steps"].get("items", {}).get("enum", []))
+        block = blocks.get(answer_id, "")
+        wrong = next((int(n) for n, body in _STEP_BLOCK.findall(block) if WRONG_STEP in body), None)
+        cited = [count + 1] if STEP_OUT_OF_RANGE in block else [n for n in (wrong, count) if n]
+        out = {}
+        for name, node in marks.items():
+            *head, last = node.items()  # the reason, then the mark (or met)
+            steps = {"steps": list(dict.fromkeys(cited)), "first_wrong_step": wrong}
+            out[name] = {**dict(head), **steps, last[0]: last[1]}
+        return out
+
+    if request.answer_id is not None:
+        return json.dumps(attributed(request.answer_id, value, schema))
+    return json.dumps({i: attributed(i, marks, schema["properties"][i]) for i, marks in value.items()})
 
 
 _PITFALL_LINE = re.compile(r"^- ([a-z][a-z0-9_]*) \(yes or no, pitfall\)", re.MULTILINE)

@@ -75,6 +75,15 @@ REASONS_DESCRIPTION = (
     "seeded share of groups, JUDGE_REASON_SAMPLE_RATE, none for the rest). Default: JUDGE_REASONS."
 )
 
+Attribution = Literal["steps"]
+ATTRIBUTION_DESCRIPTION = (
+    "'steps': for each answer given as a trajectory (`messages`) and each criterion, the judge also names "
+    "the steps its mark rests on and the first step that went wrong, if any (the turns' numbers, 1 for the "
+    "answer's first message), returned as each criterion's `steps` and `first_wrong_step`. Needs the "
+    "judge's reasons ('inline') and at least one trajectory; an answer given as text has no steps. "
+    "client.step_weights turns them into per-step weights. Default: none."
+)
+
 ReasonLanguage = Literal["auto", "en", "de", "fr", "es", "it", "nl", "pt"]
 REASON_LANGUAGE_DESCRIPTION = (
     "The language the judge writes its reasons in: a language code, or 'auto' for the conversation's "
@@ -121,6 +130,7 @@ class JudgeRequest(StrictModel):
     score_from: ScoreFrom | None = Field(default=None, description=SCORE_FROM_DESCRIPTION)
     reason_language: ReasonLanguage | None = Field(default=None, description=REASON_LANGUAGE_DESCRIPTION)
     reasons: Reasons | None = Field(default=None, description=REASONS_DESCRIPTION)
+    attribution: Attribution | None = Field(default=None, description=ATTRIBUTION_DESCRIPTION)
     thinking: Thinking | None = Field(default=None, description=THINKING_DESCRIPTION)
     reasoning_effort: ReasoningEffort | None = Field(default=None, description=REASONING_EFFORT_DESCRIPTION)
     item: Item | None = Field(default=None, description=ITEM_DESCRIPTION)
@@ -136,6 +146,11 @@ class JudgeRequest(StrictModel):
         _refuse_duplicates("answer id", [a.id for a in self.answers])
         _check_criteria(self.criteria, None)
         check_structure(self.conversation, self.answers, self.tools)
+        if self.attribution is not None and all(a.messages is None for a in self.answers):
+            raise ValueError(
+                "attribution 'steps' names steps of trajectories, and every answer is text: give the answers "
+                "as `messages`, or leave attribution out"
+            )
         return self
 
     @property
@@ -146,6 +161,16 @@ class JudgeRequest(StrictModel):
             or any(a.messages is not None for a in self.answers)
             or any(m.structured for m in self.conversation)
         )
+
+
+class StepAttribution(ResponseModel):
+    steps: list[int] = Field(
+        description="The steps (the answer's turns, from 1) the judge says the mark rests on; empty for an "
+        "answer given as text."
+    )
+    first_wrong_step: int | None = Field(
+        description="The first step the judge says went wrong for this criterion; null where none did."
+    )
 
 
 class CriterionMark(ResponseModel):
@@ -179,6 +204,12 @@ class CriterionMark(ResponseModel):
         "(the stored judgement's `explained` holds reasons written afterwards)."
     )
     kind: str | None = Field(default=None, description="The criterion's kind, for checklist items.")
+    attribution: StepAttribution | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="With attribution 'steps': where in the answer's trajectory the mark comes from; absent "
+        "without it.",
+    )
 
 
 class TermScore(ResponseModel):

@@ -61,7 +61,7 @@ KNOCKOUT: Mode = "knockout"
 COMPARISON_GRADERS = (PAIRWISE, KNOCKOUT)
 # Judge options that comparison grading does not take: named in a request, they are refused (422);
 # `orders` above 1 too.
-NOT_TAKEN = ("decoding", "score_from", "thinking", "reasoning_effort", "reasons")
+NOT_TAKEN = ("decoding", "score_from", "thinking", "reasoning_effort", "reasons", "attribution")
 
 
 @dataclass(frozen=True)

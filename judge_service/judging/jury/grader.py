@@ -136,6 +136,11 @@ class JuryGrader:
                 f"has {len(names)}: name a third judge or leave `escalate` out",
                 details={"jury.escalate": given.escalate},
             )
+        if request.attribution is not None:  # each judge would name its own steps: no one answer to give
+            raise InvalidGroupError(
+                "attribution 'steps' is given by one judge, not a jury: use the grader 'judge' for it",
+                details={"attribution": request.attribution},
+            )
         jurors = tuple((name, self._jurors[name].judge.options(request)) for name in names)
         return JuryGrading(jurors, given.aggregate, given.std_factor, given.escalate)
 

@@ -28,8 +28,9 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
-from collections.abc import Awaitable, Iterable, Sequence
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from judge_service.backends.base import (
     THINKING_OFF,
@@ -101,6 +102,13 @@ class OrderPlan:
     alone: str | None = None
     reasons: bool = True  # False asks for marks only (parser.py)
     tools: Sequence[Tool] | None = None  # the tools the policy saw, shown once (turns.py)
+    attribution: bool = False  # each mark names the steps it rests on (parser.attribution_schema)
+
+    def steps(self) -> dict[str, int] | None:
+        """Answer id -> its number of steps (a trajectory's turns; 0 for text) with attribution, else None."""
+        if not self.attribution:
+            return None
+        return {a.id: 0 if a.messages is None else len(a.messages) for a in self.answers}
 
 
 @dataclass(frozen=True)
@@ -113,6 +121,7 @@ class JudgeCall:
     reasons: bool = True  # the reply holds a reason before each mark; False: marks only
     binary: frozenset[str] = frozenset()  # the checklist items: "met" where the others hold "mark"
     referenced: bool = True  # False: the group has no reference (the no_reference/ prompts)
+    steps: Mapping[str, int] | None = None  # attribution: answer id -> its number of steps
 
 
 @dataclass
@@ -270,6 +279,8 @@ class JudgeCaller:
         criteria: list[Criterion],
         reason_language: str | None,
         tools: Sequence[Tool] | None,
+        *,
+        attribution: bool = False,
     ) -> GroupContent:
         """A group as its prompts show it, with the judge's thinking markers broken in every caller text
         (texts, and every part of a trajectory), so that no answer can end the judge's thinking."""
@@ -288,6 +299,7 @@ class JudgeCaller:
             tools=tools,
             cuts=self.cuts,
             clean=clean,
+            attribution=attribution,
         )
 
     async def prepare(self, plan: OrderPlan) -> list[JudgeCall]:
@@ -295,7 +307,13 @@ class JudgeCaller:
         criteria = plan.criteria
         ids = [a.id for a in plan.answers]
         group = self.content(
-            plan.conversation, plan.reference, plan.answers, criteria, plan.reason_language, plan.tools
+            plan.conversation,
+            plan.reference,
+            plan.answers,
+            criteria,
+            plan.reason_language,
+            plan.tools,
+            attribution=plan.attribution,
         )
         names = [c.name for c in criteria]
         binary = binary_names(criteria)
@@ -315,15 +333,26 @@ class JudgeCaller:
                 reason_words=self.reason_words,
                 reasons=reasons,
                 binary=binary,
+                steps=plan.steps(),
             )
             return [await self._call(plan, prompt, schema, ids, plan.request_id)]
         if off_loop:
             prompts = await asyncio.to_thread(self._per_answer_prompts, group, plan)
         else:
             prompts = self._per_answer_prompts(group, plan)
-        schema = answer_schema(
-            names, self.reason_max_chars, reason_words=self.reason_words, reasons=reasons, binary=binary
-        )
+        steps = plan.steps()
+
+        def schema_of(answer_id: str) -> dict[str, Any]:  # one for all answers, or per answer's steps
+            return answer_schema(
+                names,
+                self.reason_max_chars,
+                reason_words=self.reason_words,
+                reasons=reasons,
+                binary=binary,
+                steps=None if steps is None else steps[answer_id],
+            )
+
+        shared = schema_of(ids[0]) if steps is None else None
         calls = [
             (prompt, answer_id, f"{plan.request_id}-a{k}")
             for k, (prompt, answer_id) in enumerate(zip(prompts, ids, strict=True))
@@ -331,8 +360,12 @@ class JudgeCaller:
         # The first prompt is checked against the context alone: the others hold the same group, so a
         # group too long for the judge is refused after one count, not after one per answer.
         (prompt, answer_id, request_id), rest = calls[0], calls[1:]
-        first = await self._call(plan, prompt, schema, [answer_id], request_id, answer_id)
-        others = await asyncio.gather(*(self._call(plan, p, schema, [a], r, a) for p, a, r in rest))
+        first = await self._call(
+            plan, prompt, shared or schema_of(answer_id), [answer_id], request_id, answer_id
+        )
+        others = await asyncio.gather(
+            *(self._call(plan, p, shared or schema_of(a), [a], r, a) for p, a, r in rest)
+        )
         return [first, *others]
 
     def _per_answer_prompts(self, group: GroupContent, plan: OrderPlan) -> list[RenderedPrompt]:
@@ -358,9 +391,17 @@ class JudgeCaller:
         s = self._settings
         thinking, reasons, n_criteria = plan.thinking, plan.reasons, len(plan.criteria)
         n_answers = len(answer_ids)
-        usual = max_output_tokens(n_answers, n_criteria, self.reason_max_chars, reasons=reasons)
+        attribution = plan.attribution
+        usual = max_output_tokens(
+            n_answers, n_criteria, self.reason_max_chars, reasons=reasons, attribution=attribution
+        )
         reply_tokens = max_output_tokens(
-            n_answers, n_criteria, self.reason_max_chars, chars_per_token=1, reasons=reasons
+            n_answers,
+            n_criteria,
+            self.reason_max_chars,
+            chars_per_token=1,
+            reasons=reasons,
+            attribution=attribution,
         )
         # Thinking tokens count inside max_tokens: a budget must fit whole; `on` gets what is left of its cap.
         reserved = thinking.budget or 0
@@ -403,6 +444,7 @@ class JudgeCaller:
         )
         binary = binary_names(plan.criteria)
         per_answer = answer_id is not None
+        steps = plan.steps()
         return JudgeCall(
             request,
             tuple(answer_ids),
@@ -410,6 +452,7 @@ class JudgeCaller:
             reasons=reasons,
             binary=binary,
             referenced=plan.reference is not None,
+            steps=None if steps is None else {a: steps[a] for a in answer_ids},
         )
 
     async def judge_order(self, calls: list[JudgeCall], criteria: list[str]) -> JudgeOutcome:
@@ -512,10 +555,13 @@ class JudgeCaller:
 
     def parse(self, text: str, call: JudgeCall, criteria: list[str]) -> ParsedJudgement:
         """A reply to `call`, as the call asked for it (one answer or many; with reasons or marks only)."""
-        limit, reasons, binary = self.reason_max_chars, call.reasons, call.binary
+        limit, reasons, binary, steps = self.reason_max_chars, call.reasons, call.binary, call.steps
         if call.per_answer:
-            return parse_answer(text, call.answer_ids[0], criteria, limit, reasons=reasons, binary=binary)
-        return parse_judgement(text, list(call.answer_ids), criteria, limit, reasons=reasons, binary=binary)
+            answer_id = call.answer_ids[0]
+            count = None if steps is None else steps[answer_id]
+            return parse_answer(text, answer_id, criteria, limit, reasons=reasons, binary=binary, steps=count)
+        ids = list(call.answer_ids)
+        return parse_judgement(text, ids, criteria, limit, reasons=reasons, binary=binary, steps=steps)
 
     def _count_reply(self, reply: Generation, outcome: JudgeOutcome, thinking: ThinkingCall) -> None:
         """One attempt into the outcome's raw outputs, thinking records and usage, and the metrics."""
@@ -557,7 +603,7 @@ class JudgeCaller:
                 if value is None:
                     missing[answer_id] = NOT_LOCATED
                 else:
-                    marks[name] = Mark(mark.mark, mark.reason, round(value, 6))
+                    marks[name] = Mark(mark.mark, mark.reason, round(value, 6), mark.steps, mark.first_wrong)
         return missing
 
 

@@ -69,6 +69,7 @@ class JudgeOptions:
     rubric: str | None = None
     referenced: bool = True  # False: a group without a reference, judged with the no_reference/ prompts
     structured: bool = False  # tools or trajectories: shown by turns.py, under its cuts
+    attribution: bool = False  # each mark names the steps it rests on (request `attribution: "steps"`)
 
 
 class LLMJudge:
@@ -119,6 +120,12 @@ class LLMJudge:
         reasons = request.reasons or s.reasons
         if reasons != "inline":
             self._caller.check_marks_only(decoding)
+            if request.attribution is not None:
+                raise InvalidGroupError(
+                    f"attribution 'steps' is written beside each mark's reason; with reasons {reasons!r} "
+                    "there are none: use reasons 'inline', or leave attribution out",
+                    details={"attribution": request.attribution, "reasons": reasons},
+                )
         referenced = request.reference is not None
         criteria = tuple(resolve_criteria(request.criteria, referenced=referenced))
         if not referenced:
@@ -137,6 +144,7 @@ class LLMJudge:
             self.rubric_config(referenced=referenced) if request.rubric == "generate" else None,
             referenced,
             request.structured,
+            request.attribution is not None,
         )
 
     def rubric_config(self, *, referenced: bool = True) -> str:
@@ -217,6 +225,8 @@ class LLMJudge:
         if options.structured:  # how much of a trajectory the judge sees
             cuts = self._caller.cuts
             judge["trajectory"] = {"result_chars": cuts.result_chars, "max_chars": cuts.answer_chars}
+        if options.attribution:  # only then: other fingerprints are as before
+            judge["attribution"] = "steps"
         if options.rubric is not None:  # a rubric per prompt: how it is made, not each prompt's items
             return {"judge": judge, "orders": options.orders, "rubric": options.rubric}
         criteria = [criterion_config(c) for c in options.criteria]
@@ -266,6 +276,7 @@ class LLMJudge:
                     alone=None if group.canary is None else group.canary.id,
                     reasons=inline,
                     tools=group.tools,
+                    attribution=options.attribution,
                 )
             )
             for i, order in enumerate(orders)

@@ -19,6 +19,7 @@ with an "id" field, or nest it under "answers"/"judgements": all of these are ac
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -32,6 +33,7 @@ from judge_service.judging.json_text import Decoded, Duplicate, decode_whole, ex
 # refuses such a schema), so the pattern bounds itself: at most reason_max_chars // 6 words after the
 # first (~6 characters per word and space in prose), each at most 15 letters (+ one joined part:
 # "well-built", "reference's"). The parser still cuts a reason to reason_max_chars.
+MAX_CITED_STEPS = 8  # steps a mark may rest on: the judge names the few that decide it, not every one
 _LETTER = "[A-Za-z\u00c0-\u024f]"
 _WORD = f"{_LETTER}{{1,15}}(?:[-'.]{_LETTER}{{1,15}})?"
 _NUMBER = "[0-9]{1,6}(?:[.,][0-9]{1,3})?%?"
@@ -50,13 +52,40 @@ def reason_schema(reason_max_chars: int, *, reason_words: bool = False) -> dict[
     return {"type": "string", "minLength": 1, "maxLength": reason_max_chars}
 
 
-def mark_schema(reason_max_chars: int, *, reason_words: bool = False) -> dict[str, Any]:
-    """One criterion's {"reason", "mark"}; the reason before the mark (module docstring)."""
+def mark_schema(
+    reason_max_chars: int, *, reason_words: bool = False, steps: int | None = None
+) -> dict[str, Any]:
+    """One criterion's {"reason", "mark"}; the reason before the mark (module docstring). `steps`: the
+    answer's number of steps, when the judge names those the mark rests on (attribution_schema)."""
     reason = reason_schema(reason_max_chars, reason_words=reason_words)
+    return _criterion_object(reason, "mark", {"type": "integer", "enum": [1, 2, 3, 4, 5]}, steps)
+
+
+def attribution_schema(steps: int) -> dict[str, Any]:
+    """The members an attributed criterion holds between its reason and its mark: "steps", at most
+    MAX_CITED_STEPS of the answer's step numbers, and "first_wrong_step", one of its steps or null. An answer
+    given as text has no steps: an empty list and null."""
+    if steps == 0:
+        return {"steps": {"type": "array", "maxItems": 0}, "first_wrong_step": {"type": "null"}}
+    numbers = list(range(1, steps + 1))
+    return {
+        "steps": {
+            "type": "array",
+            "items": {"type": "integer", "enum": numbers},
+            "maxItems": min(steps, MAX_CITED_STEPS),
+        },
+        "first_wrong_step": {"enum": [*numbers, None]},
+    }
+
+
+def _criterion_object(
+    reason: dict[str, Any], key: str, value: dict[str, Any], steps: int | None
+) -> dict[str, Any]:
+    properties = {"reason": reason, **(attribution_schema(steps) if steps is not None else {}), key: value}
     return {
         "type": "object",
-        "properties": {"reason": reason, "mark": {"type": "integer", "enum": [1, 2, 3, 4, 5]}},
-        "required": ["reason", "mark"],
+        "properties": properties,
+        "required": list(properties),
         "additionalProperties": False,
     }
 
@@ -65,15 +94,12 @@ MARK_ONLY: dict[str, Any] = {"type": "integer", "enum": [1, 2, 3, 4, 5]}
 MET_ONLY: dict[str, Any] = {"type": "boolean"}
 
 
-def met_schema(reason_max_chars: int, *, reason_words: bool = False) -> dict[str, Any]:
+def met_schema(
+    reason_max_chars: int, *, reason_words: bool = False, steps: int | None = None
+) -> dict[str, Any]:
     """One checklist item's {"reason", "met"}; the reason first, as for marks."""
     reason = reason_schema(reason_max_chars, reason_words=reason_words)
-    return {
-        "type": "object",
-        "properties": {"reason": reason, "met": MET_ONLY},
-        "required": ["reason", "met"],
-        "additionalProperties": False,
-    }
+    return _criterion_object(reason, "met", MET_ONLY, steps)
 
 
 def object_of(keys: list[str], value: dict[str, Any]) -> dict[str, Any]:
@@ -93,13 +119,16 @@ def answer_schema(
     reason_words: bool = False,
     reasons: bool = True,
     binary: frozenset[str] = frozenset(),
+    steps: int | None = None,
 ) -> dict[str, Any]:
     """One answer's marks, {"<criterion>": {"reason", "mark"}, ...} (or {"<criterion>": mark, ...} without
-    reasons; "met" for the `binary` ones): a per-answer call's whole reply."""
-    mark = mark_schema(reason_max_chars, reason_words=reason_words) if reasons else MARK_ONLY
+    reasons; "met" for the `binary` ones): a per-answer call's whole reply. `steps`: the answer's number of
+    steps, where the judge names those each mark rests on (attribution, with reasons only)."""
+    words = reason_words
+    mark = mark_schema(reason_max_chars, reason_words=words, steps=steps) if reasons else MARK_ONLY
     schema = object_of(criteria, mark)
     if binary:
-        met = met_schema(reason_max_chars, reason_words=reason_words) if reasons else MET_ONLY
+        met = met_schema(reason_max_chars, reason_words=words, steps=steps) if reasons else MET_ONLY
         schema["properties"] = {name: met if name in binary else mark for name in criteria}
     return schema
 
@@ -112,15 +141,37 @@ def output_schema(
     reason_words: bool = False,
     reasons: bool = True,
     binary: frozenset[str] = frozenset(),
+    steps: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
+    """The group reply: every answer's marks under its id. `steps`: answer id -> its number of steps,
+    where the judge names the steps each mark rests on (answers of different lengths, different schemas)."""
     per_answer = answer_schema(
         criteria, reason_max_chars, reason_words=reason_words, reasons=reasons, binary=binary
     )
-    return object_of(answer_ids, per_answer)
+    schema = object_of(answer_ids, per_answer)
+    if steps is not None:
+        schema["properties"] = {
+            answer_id: answer_schema(
+                criteria,
+                reason_max_chars,
+                reason_words=reason_words,
+                reasons=reasons,
+                binary=binary,
+                steps=steps[answer_id],
+            )
+            for answer_id in answer_ids
+        }
+    return schema
 
 
 def max_output_tokens(
-    n_answers: int, n_criteria: int, reason_max_chars: int, *, chars_per_token: int = 3, reasons: bool = True
+    n_answers: int,
+    n_criteria: int,
+    reason_max_chars: int,
+    *,
+    chars_per_token: int = 3,
+    reasons: bool = True,
+    attribution: bool = False,
 ) -> int:
     """Tokens a complete reply takes with reasons at `chars_per_token` plus JSON structure.
 
@@ -132,6 +183,8 @@ def max_output_tokens(
     """
     # Without reasons a criterion is `"<name>":4,`: its name's tokens and a few of JSON (names are short).
     per_mark = reason_max_chars // chars_per_token + 24 if reasons else 12
+    if attribution:  # "steps":[..] of up to MAX_CITED_STEPS numbers, "first_wrong_step":n
+        per_mark += 3 * MAX_CITED_STEPS + 16
     return n_answers * (n_criteria * per_mark + 16) + 32
 
 
@@ -142,6 +195,10 @@ class Mark(NamedTuple):
     mark: int  # 1-5; a checklist item: 1 met, 0 not met
     reason: str | None  # None: a marks-only reply
     expected: float | None = None  # the probability-weighted mark, or of met (expected.py); None: none
+    # Attribution (steps): the steps the mark rests on, in the judge's order, and the first that went
+    # wrong (None: none did); `steps` None: not asked.
+    steps: tuple[int, ...] | None = None
+    first_wrong: int | None = None
 
 
 @dataclass
@@ -167,7 +224,10 @@ def parse_judgement(
     *,
     reasons: bool = True,
     binary: frozenset[str] = frozenset(),
+    steps: Mapping[str, int] | None = None,
 ) -> ParsedJudgement:
+    """The group reply's marks per answer. `steps`: answer id -> its number of steps, where each mark must
+    name the steps it rests on (attribution); a step out of range fails that answer (retried)."""
     result = ParsedJudgement()
     try:
         by_id = _entries_by_id(_read_reply(text, result), result)
@@ -191,7 +251,10 @@ def parse_judgement(
             result.failures[answer_id] = "the judge's reply has more than one entry for this answer"
             result.problems.add("duplicate_answer")
             continue
-        marks, problem = _marks_for(entry, criteria, reason_max_chars, reasons=reasons, binary=binary)
+        count = None if steps is None else steps[answer_id]
+        marks, problem = _marks_for(
+            entry, criteria, reason_max_chars, reasons=reasons, binary=binary, steps=count
+        )
         if problem:
             result.problems.add(problem[0])
             result.failures[answer_id] = problem[1]
@@ -208,6 +271,7 @@ def parse_answer(
     *,
     reasons: bool = True,
     binary: frozenset[str] = frozenset(),
+    steps: int | None = None,
 ) -> ParsedJudgement:
     """A per-answer reply: one answer's criteria object. Also accepted: that object under the answer's
     id, or a list/wrapper holding it (backends without constrained decoding)."""
@@ -219,8 +283,11 @@ def parse_answer(
         result.problems.add("unreadable")
         return result
     if isinstance(data, list) or (isinstance(data, dict) and {answer_id, *_WRAPPERS} & set(data)):
-        return parse_judgement(text, [answer_id], criteria, reason_max_chars, reasons=reasons, binary=binary)
-    marks, problem = _marks_for(data, criteria, reason_max_chars, reasons=reasons, binary=binary)
+        counts = None if steps is None else {answer_id: steps}
+        return parse_judgement(
+            text, [answer_id], criteria, reason_max_chars, reasons=reasons, binary=binary, steps=counts
+        )
+    marks, problem = _marks_for(data, criteria, reason_max_chars, reasons=reasons, binary=binary, steps=steps)
     if problem:
         result.problems.add(problem[0])
         result.failures[answer_id] = problem[1]
@@ -274,10 +341,60 @@ def _marks_for(
     *,
     reasons: bool = True,
     binary: frozenset[str] = frozenset(),
+    steps: int | None = None,
 ) -> tuple[dict[str, Mark], tuple[str, str] | None]:
     """The entry's marks, or ({}, (problem kind, message)). Without reasons a criterion's value is the
     mark itself (or, from a judge that wrote more than asked, an object with a "mark"); a checklist item
-    (`binary`) holds "met" where the others hold "mark"."""
+    (`binary`) holds "met" where the others hold "mark". `steps`: the answer's number of steps, where
+    each mark names the steps it rests on (_attributed)."""
+    marks, problem = _marks_of(entry, criteria, reason_max_chars, reasons=reasons, binary=binary)
+    if problem is None and steps is not None:
+        return _attributed(entry, marks, steps)
+    return marks, problem
+
+
+def _attributed(
+    entry: dict[str, Any], marks: dict[str, Mark], steps: int
+) -> tuple[dict[str, Mark], tuple[str, str] | None]:
+    """The marks with the steps each rests on and the first that went wrong: step numbers 1..`steps`
+    (whole numbers; repeats dropped, the judge's order kept, at most MAX_CITED_STEPS), the first wrong one
+    of them or null. Anything else is an output problem of the answer, as a bad mark is."""
+    attributed: dict[str, Mark] = {}
+    for name, mark in marks.items():
+        raw = entry[name]  # an object: attribution is asked with reasons only
+        cited, first = raw.get("steps"), raw.get("first_wrong_step", _MISSING)
+        if not isinstance(cited, list) or first is _MISSING:
+            return {}, (
+                "invalid_attribution",
+                f"criterion '{name}' does not name its steps and first wrong step",
+            )
+        bad = next((s for s in [*cited, first] if s is not None and not _is_step(s, steps)), _MISSING)
+        if bad is not _MISSING:
+            held = f"steps 1-{steps}" if steps else "no steps (it is text)"
+            return {}, (
+                "invalid_attribution",
+                f"criterion '{name}' names step {bad!r}; the answer has {held}",
+            )
+        kept = tuple(dict.fromkeys(cited))[:MAX_CITED_STEPS]
+        attributed[name] = Mark(mark.mark, mark.reason, mark.expected, kept, first)
+    return attributed, None
+
+
+_MISSING = object()
+
+
+def _is_step(value: Any, steps: int) -> bool:
+    return type(value) is int and 1 <= value <= steps
+
+
+def _marks_of(
+    entry: Any,
+    criteria: list[str],
+    reason_max_chars: int,
+    *,
+    reasons: bool,
+    binary: frozenset[str],
+) -> tuple[dict[str, Mark], tuple[str, str] | None]:
     if not isinstance(entry, dict):
         return {}, ("invalid_entry", f"the entry is {type(entry).__name__}, not an object of criteria")
     marks: dict[str, Mark] = {}

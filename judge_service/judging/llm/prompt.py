@@ -32,6 +32,7 @@ from pathlib import Path
 
 import jinja2
 
+from judge_service.judging.llm.parser import MAX_CITED_STEPS
 from judge_service.judging.llm.turns import (
     DEFAULT_CUTS,
     Clean,
@@ -61,6 +62,14 @@ NO_REFERENCE = "no_reference/"
 
 
 REASON_LANGUAGE_LINE = "Write every reason in {}."
+# Attribution (request `attribution: "steps"`): added by code, as the language line is, so prompts without
+# it are as before. The schema holds the judge to step numbers the answer has (parser.attribution_schema).
+ATTRIBUTION_LINE = (
+    'Each answer given as a trajectory shows its turns as numbered steps (<step n="1">, ...). For every '
+    'criterion, also write "steps": the numbers of the few steps (at most {}) your mark rests on, and '
+    '"first_wrong_step": the number of the first step that went wrong for this criterion, or null if none '
+    "did. An answer given as text has no steps: write [] and null."
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -76,6 +85,7 @@ class GroupContent:
     tools: Sequence[Tool] | None = None  # the tools the policy saw
     cuts: TrajectoryCuts = DEFAULT_CUTS  # how much of a trajectory is shown (turns.py)
     clean: Clean | None = None  # what the text inside turns goes through (a thinking judge's markers)
+    attribution: bool = False  # the judge names the steps each mark rests on (ATTRIBUTION_LINE)
 
     @functools.cached_property
     def size(self) -> int:
@@ -280,7 +290,9 @@ class PromptRenderer:
         """The group decoding's prompt: every answer, marked in one reply."""
         kind: PromptKind = ("group", reasons, is_checklist(group.criteria), group.reference is not None)
         version = self.version_of("group", reasons=reasons, checklist=kind[2], referenced=kind[3])
-        system = self._system_for(kind, tuple(group.criteria), group.reason_max_chars, group.reason_language)
+        system = self._system_for(
+            kind, tuple(group.criteria), group.reason_max_chars, group.reason_language, group.attribution
+        )
         conversation, answers = group.shown()
         user = self._templates[kind][1].render(
             conversation=conversation,
@@ -297,7 +309,9 @@ class PromptRenderer:
         """The per-answer decoding's prompts, one per answer in the order shown, each naming its answer."""
         kind: PromptKind = ("per_answer", reasons, is_checklist(group.criteria), group.reference is not None)
         version = self.version_of("per_answer", reasons=reasons, checklist=kind[2], referenced=kind[3])
-        system = self._system_for(kind, tuple(group.criteria), group.reason_max_chars, group.reason_language)
+        system = self._system_for(
+            kind, tuple(group.criteria), group.reason_max_chars, group.reason_language, group.attribution
+        )
         user = self._templates[kind][1]
         conversation, answers = group.shown()
         shown = {
@@ -323,6 +337,7 @@ class PromptRenderer:
         criteria: tuple[Criterion, ...],
         reason_max_chars: int,
         reason_language: str | None,
+        attribution: bool = False,
     ) -> str:
         system = self._templates[kind][0].render(
             criteria=criteria,
@@ -330,6 +345,8 @@ class PromptRenderer:
             per_answer=kind[0] == "per_answer",
             reasons=kind[1],
         )
+        if attribution:
+            system = f"{system}\n\n{ATTRIBUTION_LINE.format(MAX_CITED_STEPS)}"
         return _with_language(system, reason_language)
 
 

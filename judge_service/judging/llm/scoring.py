@@ -13,10 +13,10 @@ the judge did not mark is unscored with the judge's reason, never 0.
 Orders combined (`orders=k`, orders.py), per answer and criterion over the orders that marked it:
 `score` is the exact mean of the scaled marks, `mark` the mean mark rounded half up (a checklist item:
 met in at least half the orders; so `mark` and `score` may disagree slightly), `expected` the mean
-expected mark when every such order has one, and `reason` the first order's. An answer is unscored
-only when no order marked it. Order sensitivity is the mean, over answers marked in two or more
-orders, of the spread (max - min) of the answer's score across orders: 0 means the order changed
-nothing.
+expected mark when every such order has one, and `reason` (and the steps of an attribution) the first
+order's. An answer is unscored only when no order marked it. Order sensitivity is the mean, over answers
+marked in two or more orders, of the spread (max - min) of the answer's score across orders: 0 means the
+order changed nothing.
 """
 
 from __future__ import annotations
@@ -162,7 +162,10 @@ def combine_orders(
             rounded = math.floor(mean_mark + 0.5)  # half up: 2.5 -> 3, unlike round()
             expected = [m[name].expected for m in marked]
             mean_expected = None if None in expected else round(sum(expected) / len(expected), 6)  # type: ignore[arg-type]
-            combined.marks[answer_id][name] = Mark(rounded, marked[0][name].reason, mean_expected)
+            first_order = marked[0][name]  # its reason and attribution stand for the orders'
+            combined.marks[answer_id][name] = Mark(
+                rounded, first_order.reason, mean_expected, first_order.steps, first_order.first_wrong
+            )
     return combined, means
 
 
@@ -184,7 +187,11 @@ def order_sensitivity(
 
 def _criterion_fields(binary: bool, kind: str | None, mark: Mark, score: float) -> dict[str, Any]:
     """A criterion's fields in the answer's result (CriterionMark): the mark, or for a checklist item
-    whether it was met and how likely."""
+    whether it was met and how likely; with attribution, the steps the mark rests on."""
+    if mark.steps is not None:
+        fields = _criterion_fields(binary, kind, mark._replace(steps=None), score)
+        fields["attribution"] = {"steps": list(mark.steps), "first_wrong_step": mark.first_wrong}
+        return fields
     if binary:
         return {
             "mark": None,

@@ -7,9 +7,16 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from pydantic import Field
+
 from judge_service.store.stored_form.base import Stored, UsageV1
 from judge_service.store.stored_form.comparison import ComparisonRecordV1, ComparisonTallyV1
 from judge_service.store.stored_form.jury import AnswerJuryV1, JurorRecordV1
+
+
+class StepAttributionV1(Stored):
+    steps: list[int]
+    first_wrong_step: int | None = None
 
 
 class CriterionMarkV1(Stored):
@@ -20,6 +27,8 @@ class CriterionMarkV1(Stored):
     score: float
     reason: str | None = None  # null: judged with reasons "none"
     kind: str | None = None
+    # Absent (not null) without attribution "steps", as on the wire: documents are as before it.
+    attribution: StepAttributionV1 | None = Field(default=None, exclude_if=lambda value: value is None)
 
 
 class RubricUseV1(Stored):

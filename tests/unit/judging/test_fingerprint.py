@@ -125,6 +125,7 @@ GRADING: dict[str, tuple[Any, ThinkingProfile | None]] = {
     "thinking": ("on", THINKER),
     "reasoning_effort": ("high", THINKER),
     "cascade": ({"rule": "numbers", "judge": "ties"}, None),
+    "attribution": ("steps", None),  # on a group of trajectories (STEPS)
 }
 OTHER_GRADERS = {"options", "comparison", "jury"}
 # Fields of the group whose presence, not their value, changes how the judge is asked (docs/trajectories.md).
@@ -155,11 +156,19 @@ def test_a_group_without_a_reference_or_with_structure_is_judged_under_a_fingerp
     assert fp(request(reference="another reference")) == plain
 
 
+STEPS = [
+    {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "function": {"name": "search"}}]},
+    {"role": "tool", "tool_call_id": "c1", "content": "found"},
+    {"role": "assistant", "content": "done"},
+]
+
+
 @pytest.mark.parametrize("field", sorted(GRADING))
 def test_each_field_of_the_grading_changes_the_fingerprint(field: str) -> None:
     value, thinking = GRADING[field]
     llm = judge(thinking=thinking)
-    assert fp(request(**{field: value}), llm) != fp(request(), llm)
+    group = {"answers": [{"id": "t1", "messages": STEPS}]} if field == "attribution" else {}
+    assert fp(request(**group, **{field: value}), llm) != fp(request(**group), llm)
 
 
 @settings(max_examples=200, deadline=None)

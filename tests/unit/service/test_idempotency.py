@@ -47,3 +47,12 @@ def test_a_field_sent_at_its_default_is_the_same_request(field: str) -> None:
     spelled = default.model_dump(mode="json") if hasattr(default, "model_dump") else default
     plain = JudgeRequest.model_validate(BASE)
     assert request_hash(JudgeRequest.model_validate(BASE | {field: spelled})) == request_hash(plain)
+
+
+def test_attribution_makes_another_request() -> None:
+    """Attribution takes answers given as trajectories (BASE's are text: the changes above are refused)."""
+    steps = [{"role": "assistant", "content": "Click Share."}]
+    trajectories = BASE | {"answers": [{"id": "t0", "messages": steps}, {"id": "t1", "text": "Email it."}]}
+    plain = JudgeRequest.model_validate(trajectories)
+    attributed = JudgeRequest.model_validate(trajectories | {"attribution": "steps"})
+    assert request_hash(attributed) != request_hash(plain)
