@@ -13,6 +13,7 @@ from fastapi.responses import HTMLResponse
 
 from judge_service.api.middleware.auth import PAGES, cookie
 from judge_service.api.middleware.session import CSRF_COOKIE, new_csrf_seed
+from judge_service.schemas import AnswerResult
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -36,6 +37,15 @@ def _pct(value: float | None) -> str:
     return "–" if value is None else f"{100 * value:.1f}%"
 
 
+def _first_wrong(result: AnswerResult) -> dict[int, list[str]]:
+    """Step -> the criteria whose marks name it as the first that went wrong (attribution "steps")."""
+    wrong: dict[int, list[str]] = {}
+    for name, mark in (result.criteria or {}).items():
+        if mark.attribution is not None and mark.attribution.first_wrong_step is not None:
+            wrong.setdefault(mark.attribution.first_wrong_step, []).append(name)
+    return wrong
+
+
 _env = jinja2.Environment(
     loader=jinja2.FileSystemLoader(TEMPLATES),
     autoescape=True,
@@ -43,7 +53,7 @@ _env = jinja2.Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
-_env.globals.update(fmt=_fmt, pct=_pct)
+_env.globals.update(fmt=_fmt, pct=_pct, first_wrong=_first_wrong)
 
 
 def render(name: str, status_code: int = 200, **context: Any) -> HTMLResponse:

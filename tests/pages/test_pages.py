@@ -12,7 +12,7 @@ import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
-from judge_service.backends.fake import MARK_ANSWER, MARK_BY_MODEL, THINK_FOREVER
+from judge_service.backends.fake import MARK_ANSWER, MARK_BY_MODEL, THINK_FOREVER, WRONG_STEP
 from tests.pages.conftest import (
     API_KEY,
     BUSY_GROUPS,
@@ -507,3 +507,40 @@ def test_a_trajectory_shows_as_turns_calls_and_results_with_markup_as_text(
     expect(steps.nth(2).locator(".text")).to_have_text("The Business plan.")
     expect(page.locator("body")).to_contain_text(HOSTILE[:60])  # the tool's description, as text
     assert page.locator("img[src=x]").count() == 0 and page.locator("script:has-text('alert')").count() == 0
+
+
+def test_attribution_shows_beside_each_mark_and_flags_the_first_wrong_step(
+    page: Page, filled: dict[str, Any]
+) -> None:
+    """A group judged with attribution "steps": each mark says which steps it rests on, and the step the judge
+    names as the first that went wrong is flagged in the trajectory with the criteria that name it."""
+    call = {"id": "c1", "type": "function", "function": {"name": "search", "arguments": '{"q": "SSO"}'}}
+    group = {
+        "conversation": [{"role": "user", "content": "Find the SSO plan."}],
+        "answers": [
+            {
+                "id": "agent",
+                "messages": [
+                    {"role": "assistant", "content": None, "tool_calls": [call]},
+                    {"role": "tool", "tool_call_id": "c1", "content": f"Starter plan. {WRONG_STEP}"},
+                    {"role": "assistant", "content": "The Starter plan."},
+                ],
+            },
+            {"id": "plain", "text": "Business."},
+        ],
+        "attribution": "steps",
+        "run_id": "attribution",
+        "step": 0,
+    }
+    reply = httpx.post(f"{filled['url']}/v1/judge", json=group, timeout=30)
+    assert reply.status_code == 200, reply.text
+    page.goto(f"{filled['url']}/ui/judgements/{reply.json()['judgement_id']}")
+    agent = page.locator('tr.answer[data-answer="agent"]')
+    expect(agent.locator("li.turn.first-wrong")).to_have_count(1)
+    flagged = agent.locator('li.turn[data-step="2"]')
+    expect(flagged.locator(".pill.wrong")).to_have_text("first wrong: correctness, helpfulness, tone, format")
+    expect(agent.locator('.mark[data-criterion="tone"] .attribution')).to_have_text(
+        "(rests on steps 2, 3; first went wrong at step 2)"
+    )
+    plain = page.locator('tr.answer[data-answer="plain"] .mark[data-criterion="tone"] .attribution')
+    expect(plain).to_have_text("(no step named)")

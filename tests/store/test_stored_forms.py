@@ -111,6 +111,13 @@ def test_the_fixtures_cover_several_builds_and_every_feature_they_stored() -> No
     assert any(v["missing"] for v in verdicts) and any(v["spread"] for v in verdicts), "no jury verdicts"
     assert {d.get("cascade") for d in docs} >= {"rule_only", "judged"}, "no cascade stored"
     assert {a.get("scored_by") for d in docs for a in d["answers"]} >= {"rule", "judge"}
+    trajectories = [a for d in docs for a in d["request"]["answers"] if a.get("messages")]
+    assert trajectories and any(d["request"].get("tools") for d in docs), "no trajectory stored"
+    attributed = [m["attribution"] for m in marks if m.get("attribution")]
+    assert any(a["first_wrong_step"] for a in attributed) and any(a["steps"] == [] for a in attributed)
+    assert any("names step" in (a.get("error") or "") for d in docs for a in d["answers"]), (
+        "no bad step stored"
+    )
 
 
 def test_stored_rubrics_load_with_every_version() -> None:
