@@ -335,7 +335,7 @@ def _with_steps(text: str, request: GenerationRequest) -> str:
 
     def attributed(answer_id: str, marks: dict[str, Any], answer_schema: dict[str, Any]) -> dict[str, Any]:
         criterion = next(iter(answer_schema["properties"].values()))
-        count = len(criterion["properties"]["steps"].get("items", {}).get("enum", []))
+        count = criterion["properties"]["steps"].get("items", {}).get("maximum", 0)
         block = blocks.get(answer_id, "")
         wrong = next((int(n) for n, body in _STEP_BLOCK.findall(block) if WRONG_STEP in body), None)
         cited = [count + 1] if STEP_OUT_OF_RANGE in block else [n for n in (wrong, count) if n]

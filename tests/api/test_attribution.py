@@ -53,8 +53,9 @@ def test_each_mark_names_its_steps_and_the_first_wrong_one(
     # The schema holds each answer to its own steps: three for the trajectories, none for the text.
     criterion = request.json_schema["properties"]["t1"]["properties"]["correctness"]
     assert list(criterion["properties"]) == ["reason", "steps", "first_wrong_step", "mark"]
-    assert criterion["properties"]["steps"]["items"]["enum"] == [1, 2, 3]
-    assert criterion["properties"]["first_wrong_step"]["enum"] == [1, 2, 3, None]
+    step = {"type": "integer", "minimum": 1, "maximum": 3}
+    assert criterion["properties"]["steps"]["items"] == step
+    assert criterion["properties"]["first_wrong_step"] == {"anyOf": [step, {"type": "null"}]}
     text_answer = request.json_schema["properties"]["t3"]["properties"]["correctness"]["properties"]
     assert text_answer["steps"]["maxItems"] == 0 and text_answer["first_wrong_step"] == {"type": "null"}
     # Stored as returned: the judgement page and a regrade read them there.
@@ -103,7 +104,7 @@ def test_per_answer_decoding_gives_each_call_its_answers_steps(
     assert reply.status_code == 200, reply.text
     assert attributions(reply.json(), "t2")["correctness"] == {"steps": [2, 3], "first_wrong_step": 2}
     schemas = {r.answer_id: r.json_schema for r in fake_backend.requests[-3:]}
-    assert schemas["t1"]["properties"]["tone"]["properties"]["steps"]["items"]["enum"] == [1, 2, 3]
+    assert schemas["t1"]["properties"]["tone"]["properties"]["steps"]["items"]["maximum"] == 3
     assert schemas["t3"]["properties"]["tone"]["properties"]["steps"]["maxItems"] == 0
 
 
