@@ -315,8 +315,15 @@ def _binary_items(request: GenerationRequest) -> frozenset[str]:
 
 WRONG_STEP = "[fake judge: wrong step]"  # in a trajectory's turn: the fake names that step first wrong
 STEP_OUT_OF_RANGE = "[fake judge: step out of range]"  # in an answer: the fake cites a step it lacks
-_ANSWER_BLOCK = re.compile(r'<answer id="([^"]*)">(.*?)</answer>', re.DOTALL)
 _STEP_BLOCK = re.compile(r'<step n="(\d+)"[^>]*>(.*?)</step>', re.DOTALL)
+
+
+def _answer_block(prompt: str, answer_id: str) -> str:
+    """The shown answer's block in the prompt (found by its opening tag: one search, not a scan of all)."""
+    start = prompt.find(f'<answer id="{answer_id}">')
+    if start < 0:
+        return ""
+    return prompt[start : prompt.find("</answer>", start)]
 
 
 def _asks_for_steps(request: GenerationRequest) -> bool:
@@ -330,7 +337,9 @@ def _with_steps(text: str, request: GenerationRequest) -> str:
     cited, and the step holding WRONG_STEP (cited too) as the first wrong one, else null; an answer holding
     STEP_OUT_OF_RANGE cites a step past its last."""
     value = json.loads(text)
-    blocks = {m.group(1): m.group(2) for m in _ANSWER_BLOCK.finditer(request.messages[-1]["content"])}
+    prompt = request.messages[-1]["content"]
+    ids = [request.answer_id] if request.answer_id is not None else list(value)
+    blocks = {answer_id: _answer_block(prompt, answer_id) for answer_id in ids}
     schema = request.json_schema or {}
 
     def attributed(answer_id: str, marks: dict[str, Any], answer_schema: dict[str, Any]) -> dict[str, Any]:

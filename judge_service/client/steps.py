@@ -33,6 +33,12 @@ def step_weights(
     weights: dict[str, list[float] | None] = {}
     for answer_id, count in steps.items():
         answer = by_id[answer_id]
+        named = max(_named_steps(answer), default=0)
+        if type(count) is not int or count < named:
+            raise ValueError(
+                f"answer {answer_id!r}: {count!r} steps, but the judge named step {named}: give each "
+                "answer's number of steps (its messages)"
+            )
         if answer.score is None:
             weights[answer_id] = None
             continue
@@ -41,6 +47,17 @@ def step_weights(
         blameless = first - 1 if advantage < 0 and first is not None else 0
         weights[answer_id] = [0.0 if step <= blameless else advantage for step in range(1, count + 1)]
     return weights
+
+
+def _named_steps(answer: AnswerResult) -> list[int]:
+    """Every step the judge named for the answer, cited or first wrong."""
+    named: list[int] = []
+    for mark in (answer.criteria or {}).values():
+        if mark.attribution is not None:
+            named += mark.attribution.steps
+            if mark.attribution.first_wrong_step is not None:
+                named.append(mark.attribution.first_wrong_step)
+    return named
 
 
 def first_wrong_step(answer: AnswerResult) -> int | None:

@@ -215,6 +215,12 @@ class GraderRegistry:
                 "leave them out",
                 details={"grader": name},
             )
+        if request.attribution is not None and not any(t.grader.runs_model for t in terms):
+            raise InvalidGroupError(  # the comparison graders and the jury refuse it in their options
+                "attribution 'steps' is named by the judge; the rule graders name no steps: grade with "
+                "'judge' (or a blend with it), or leave attribution out",
+                details={"grader": name, "attribution": request.attribution},
+            )
         return GradingPlan(name, tuple(terms), self._cascade(request))
 
     def _cascade(self, request: JudgeRequest) -> Cascade | None:

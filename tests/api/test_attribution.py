@@ -6,6 +6,8 @@ returned, stored and in the fingerprint; without it, prompts, schemas and replie
 from __future__ import annotations
 
 import copy
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +16,7 @@ from fastapi.testclient import TestClient
 from judge_service.backends.fake import STEP_OUT_OF_RANGE, WRONG_STEP, FakeBackend
 from judge_service.client import step_weights
 from judge_service.judging.llm.prompt import ATTRIBUTION_LINE
+from tests.api.conftest import make_client, wait_ready
 from tests.api.test_trajectories_api import agents, trajectory
 
 
@@ -120,6 +123,7 @@ def test_orders_keep_the_first_orders_attribution(client: TestClient) -> None:
         ({"answers": [{"id": "x", "text": "a"}, {"id": "y", "text": "b"}]}, "every answer is text"),
         ({"reasons": "none"}, "with reasons 'none' there are none"),
         ({"grader": "pairwise"}, "does not take attribution"),
+        ({"grader": "exact", "reference": "21 C."}, "the rule graders name no steps"),
         ({"attribution": "turns"}, "Input should be 'steps'"),
     ],
 )
@@ -145,3 +149,24 @@ def test_step_weights_put_the_blame_from_the_first_wrong_step_on(client: TestCli
     advantage = scores["t2"] - mean
     expected = [0.0, advantage, advantage] if advantage < 0 else [advantage] * 3
     assert weights["t2"] == pytest.approx(expected)
+    with pytest.raises(ValueError, match="the judge named step 3"):  # a count the reply contradicts
+        step_weights(judged, {"t2": 2})
+    with pytest.raises(ValueError, match="'t9'"):
+        step_weights(judged, {"t9": 3})
+
+
+def test_a_null_among_the_steps_is_an_output_problem_never_a_500(tmp_path: Path) -> None:
+    """A judge without constrained decoding may write anything: [1, null] is retried, then unscored."""
+    bad = {"reason": "r", "steps": [1, None], "first_wrong_step": None, "mark": 3}
+    good = {"reason": "r", "steps": [], "first_wrong_step": None, "mark": 4}
+    criteria = ("correctness", "helpfulness", "tone", "format")
+    reply = json.dumps({"t1": dict.fromkeys(criteria, bad), "t3": dict.fromkeys(criteria, good)})
+    backend = FakeBackend(script=[reply] * 3)
+    body = attributed_group()
+    body["answers"] = [body["answers"][0], body["answers"][2]]
+    with make_client(tmp_path, backend) as client:
+        wait_ready(client)
+        judged = client.post("/v1/judge", json=body)
+    assert judged.status_code == 200, judged.text
+    t1 = next(a for a in judged.json()["answers"] if a["id"] == "t1")
+    assert t1["score"] is None and "names step None" in t1["error"]

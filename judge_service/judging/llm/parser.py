@@ -361,17 +361,23 @@ def _attributed(
     for name, mark in marks.items():
         raw = entry[name]  # an object: attribution is asked with reasons only
         cited, first = raw.get("steps"), raw.get("first_wrong_step", _MISSING)
+        if isinstance(cited, Duplicate) or isinstance(first, Duplicate):
+            return {}, (
+                "invalid_attribution",
+                f"criterion '{name}' has a repeated 'steps' or 'first_wrong_step'",
+            )
         if not isinstance(cited, list) or first is _MISSING:
             return {}, (
                 "invalid_attribution",
                 f"criterion '{name}' does not name its steps and first wrong step",
             )
-        bad = next((s for s in [*cited, first] if s is not None and not _is_step(s, steps)), _MISSING)
+        named = [*cited, first] if first is not None else cited  # null: no step went wrong; never in steps
+        bad = next((s for s in named if not _is_step(s, steps)), _MISSING)
         if bad is not _MISSING:
             held = f"steps 1-{steps}" if steps else "no steps (it is text)"
             return {}, (
                 "invalid_attribution",
-                f"criterion '{name}' names step {bad!r}; the answer has {held}",
+                f"criterion '{name}' names step {ascii(bad)[:40]}; the answer has {held}",
             )
         kept = tuple(dict.fromkeys(cited))[:MAX_CITED_STEPS]
         attributed[name] = Mark(mark.mark, mark.reason, mark.expected, kept, first)

@@ -72,6 +72,9 @@ def test_at_most_the_cap_of_cited_steps_is_kept() -> None:
         (criterion(("2",)), "names step '2'"),
         (criterion((2.0,)), "names step 2.0"),
         (criterion(first=9), "names step 9"),
+        (criterion((1, None)), "names step None"),
+        (criterion((None,)), "names step None"),
+        (criterion(("x" * 5000,)), "names step '" + "x" * 39 + "; the answer"),  # cut, not 5,000
         (criterion(steps="2"), "does not name its steps"),
         ({"reason": "why", "steps": [1], "mark": 3}, "does not name its steps and first wrong step"),
         ({"reason": "why", "mark": 3}, "does not name its steps"),
@@ -84,6 +87,13 @@ def test_a_step_the_answer_does_not_have_fails_that_answer_only(bad: dict[str, A
     parsed = parse_judgement(text, ["t1", "t2"], CRITERIA, steps={"t1": 4, "t2": 4})
     assert "t1" not in parsed.marks and message in parsed.failures["t1"]
     assert "t2" in parsed.marks and parsed.problems == {"invalid_attribution"}
+
+
+def test_a_repeated_attribution_key_is_named() -> None:
+    repeated = '"steps": [1], "steps": [2], "first_wrong_step": null'
+    text = '{"t1": {"correctness": {"reason": "r", ' + repeated + ', "mark": 3}}}'
+    parsed = parse_judgement(text, ["t1"], ["correctness"], steps={"t1": 2})
+    assert "has a repeated 'steps' or 'first_wrong_step'" in parsed.failures["t1"]
 
 
 def test_a_text_answer_citing_a_step_says_it_has_none() -> None:
