@@ -9,7 +9,7 @@ standardised observation clipped to +-`clip` first:
     S = max(0, S + clip((x - mean) / sd) - k)        (for the gap; the rank correlation enters as -x)
 
 The clip makes it a robust CUSUM: a rank correlation over eight answers has a long tail (one group in a
-few hundred comes out near 0 where the run's mean is 0.85), and unclipped such a group alone passed the
+few hundred comes out near 0 where the run's mean is 0.9), and unclipped such a group alone passed the
 threshold in most clean runs of the simulation; a change shows as many observations leaning one way.
 
 The detector fires when S passes `threshold` (h). The step it fires at is `detected_at`; the step where S
