@@ -356,7 +356,7 @@ def _attributed(
 ) -> tuple[dict[str, Mark], tuple[str, str] | None]:
     """The marks with the steps each rests on and the first that went wrong: step numbers 1..`steps`
     (whole numbers; repeats dropped, the judge's order kept, at most MAX_CITED_STEPS), the first wrong one
-    of them or null. Anything else is an output problem of the answer, as a bad mark is."""
+    a step number too, or null. Anything else is an output problem of the answer, as a bad mark is."""
     attributed: dict[str, Mark] = {}
     for name, mark in marks.items():
         raw = entry[name]  # an object: attribution is asked with reasons only
