@@ -280,7 +280,12 @@ def parse_answer(
         result.failures[answer_id] = str(exc)
         result.problems.add("unreadable")
         return result
-    if isinstance(data, list) or (isinstance(data, dict) and {answer_id, *_WRAPPERS} & set(data)):
+    # The answer's own object holds every criterion; only an object that does not may be a wrapper (an
+    # answer id or a criterion named "tone", "answers" or "results" is both a key of it and of a wrapper).
+    wrapped = (
+        isinstance(data, dict) and not set(criteria) <= set(data) and {answer_id, *_WRAPPERS} & set(data)
+    )
+    if isinstance(data, list) or wrapped:
         counts = None if steps is None else {answer_id: steps}
         return parse_judgement(
             text, [answer_id], criteria, reason_max_chars, reasons=reasons, binary=binary, steps=counts

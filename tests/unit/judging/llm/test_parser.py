@@ -7,7 +7,7 @@ import json
 import jsonschema
 import pytest
 
-from judge_service.judging.llm.parser import output_schema, parse_judgement
+from judge_service.judging.llm.parser import output_schema, parse_answer, parse_judgement
 
 IDS = ["a1", "a2"]
 CRITERIA = ["correctness", "tone"]
@@ -125,3 +125,18 @@ def test_schema_accepts_good_and_refuses_bad_replies() -> None:
     for reply in bad:
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(reply, schema)
+
+
+@pytest.mark.parametrize(
+    ("answer_id", "criteria"),
+    [("tone", ["correctness", "tone"]), ("a1", ["answers", "tone"]), ("a1", ["results", "format"])],
+)
+def test_a_per_answer_reply_whose_keys_also_name_a_wrapper_is_the_answers_own(
+    answer_id: str, criteria: list[str]
+) -> None:
+    """An answer id equal to a criterion's name, or a criterion named like a wrapper ("answers", "results"),
+    made the answer's own object read as a wrapper: the answer was unscored after every retry."""
+    reply = json.dumps({name: {"reason": "fine", "mark": 4} for name in criteria})
+    parsed = parse_answer(reply, answer_id, criteria)
+    assert parsed.complete, parsed.failures
+    assert {name: mark.mark for name, mark in parsed.marks[answer_id].items()} == dict.fromkeys(criteria, 4)
