@@ -327,9 +327,12 @@ def _answer_block(prompt: str, answer_id: str) -> str:
 
 
 def _asks_for_steps(request: GenerationRequest) -> bool:
-    """Whether the schema's criteria hold "steps" (attribution)."""
-    first: dict[str, Any] = next(iter(_criteria_schemas(request).values()), {})
-    return isinstance(first, dict) and "steps" in (first.get("properties") or {})
+    """Whether the schema's criteria hold "steps" (attribution): read in place, as every reply asks it."""
+    schema = request.json_schema or {}
+    if request.answer_id is None and schema.get("required"):
+        schema = schema["properties"][schema["required"][0]]
+    first = next(iter((schema.get("properties") or {}).values()), None)
+    return isinstance(first, dict) and "steps" in (first.get("properties") or ())
 
 
 def _with_steps(text: str, request: GenerationRequest) -> str:

@@ -206,8 +206,7 @@ class CriterionMark(ResponseModel):
     kind: str | None = Field(default=None, description="The criterion's kind, for checklist items.")
     attribution: StepAttribution | None = Field(
         default=None,
-        exclude_if=lambda value: value is None,
-        description="With attribution 'steps': where in the answer's trajectory the mark comes from; absent "
+        description="With attribution 'steps': where in the answer's trajectory the mark comes from; null "
         "without it.",
     )
 

@@ -74,7 +74,9 @@ def test_without_attribution_prompts_schemas_and_replies_are_as_before(
     del plain["attribution"]
     reply = client.post("/v1/judge", json=plain)
     assert reply.status_code == 200, reply.text
-    assert all("attribution" not in mark for a in reply.json()["answers"] for mark in a["criteria"].values())
+    assert all(
+        mark["attribution"] is None for a in reply.json()["answers"] for mark in a["criteria"].values()
+    )
     request = fake_backend.requests[-1]
     assert "steps" not in request.messages[0]["content"]
     criterion = request.json_schema["properties"]["t1"]["properties"]["correctness"]

@@ -7,8 +7,6 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import Field
-
 from judge_service.store.stored_form.base import Stored, UsageV1
 from judge_service.store.stored_form.comparison import ComparisonRecordV1, ComparisonTallyV1
 from judge_service.store.stored_form.jury import AnswerJuryV1, JurorRecordV1
@@ -27,8 +25,7 @@ class CriterionMarkV1(Stored):
     score: float
     reason: str | None = None  # null: judged with reasons "none"
     kind: str | None = None
-    # Absent (not null) without attribution "steps", as on the wire: documents are as before it.
-    attribution: StepAttributionV1 | None = Field(default=None, exclude_if=lambda value: value is None)
+    attribution: StepAttributionV1 | None = None  # null: judged without attribution "steps"
 
 
 class RubricUseV1(Stored):

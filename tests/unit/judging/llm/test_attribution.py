@@ -149,4 +149,4 @@ def test_results_show_the_attribution_and_orders_keep_the_first_orders() -> None
     assert grade.criteria is not None
     assert grade.criteria["correctness"]["attribution"] == {"steps": [2], "first_wrong_step": 2}
     plain = Scoring.of(criteria).grade({name: Mark(3, "r") for name in CRITERIA})
-    assert plain.criteria is not None and "attribution" not in plain.criteria["tone"]
+    assert plain.criteria is not None and "attribution" not in plain.criteria["tone"]  # null when read
