@@ -104,8 +104,10 @@ class OrderPlan:
     tools: Sequence[Tool] | None = None  # the tools the policy saw, shown once (turns.py)
     attribution: bool = False  # each mark names the steps it rests on (parser.attribution_schema)
 
+    @functools.cached_property
     def steps(self) -> dict[str, int] | None:
-        """Answer id -> its number of steps (a trajectory's turns; 0 for text) with attribution, else None."""
+        """Answer id -> its number of steps (a trajectory's turns; 0 for text) with attribution, else None.
+        Worked out once per order: every call of a per-answer order asks for it."""
         if not self.attribution:
             return None
         return {a.id: 0 if a.messages is None else len(a.messages) for a in self.answers}
@@ -333,14 +335,14 @@ class JudgeCaller:
                 reason_words=self.reason_words,
                 reasons=reasons,
                 binary=binary,
-                steps=plan.steps(),
+                steps=plan.steps,
             )
             return [await self._call(plan, prompt, schema, ids, plan.request_id)]
         if off_loop:
             prompts = await asyncio.to_thread(self._per_answer_prompts, group, plan)
         else:
             prompts = self._per_answer_prompts(group, plan)
-        steps = plan.steps()
+        steps = plan.steps
 
         def schema_of(answer_id: str) -> dict[str, Any]:  # one for all answers, or per answer's steps
             return answer_schema(
@@ -444,7 +446,7 @@ class JudgeCaller:
         )
         binary = binary_names(plan.criteria)
         per_answer = answer_id is not None
-        steps = plan.steps()
+        steps = plan.steps
         return JudgeCall(
             request,
             tuple(answer_ids),
