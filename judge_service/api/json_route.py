@@ -19,7 +19,8 @@ from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from fastapi import APIRouter, Request, Response
-from fastapi.dependencies.utils import request_params_to_args
+from fastapi._compat import ModelField
+from fastapi.dependencies.utils import get_validation_alias, request_params_to_args
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ValidationError
@@ -50,12 +51,20 @@ class JSONRoute(APIRoute):
         headers, request_name, call = dependant.header_params, dependant.request_param_name, dependant.call
         assert call is not None
         status = self.status_code or 200
+        # Most requests send none of the optional headers: then each is its default, and FastAPI's
+        # reading (which walks every header the request sent) is skipped.
+        names = [_header_name(h) for h in headers]
+        # (No header model, and defaults that need not be copied per request, as FastAPI copies them.)
+        simple = all(not h.field_info.is_required() and isinstance(h.default, str | None) for h in headers)
+        absent = {h.name: h.default for h in headers} if simple else None
 
         async def handle(request: Request) -> Response:
             if not _declares_json(request.headers.get("content-type")):
                 raise RequestValidationError([{"type": "content_type", "loc": ("body",), "msg": NOT_JSON}])
             values: dict[str, Any] = {body_name: _read(model, await request.body())}
-            if headers:
+            if absent is not None and not any(name in request.headers for name in names):
+                values.update(absent)
+            elif headers:
                 read, errors = request_params_to_args(headers, request.headers)
                 if errors:
                     raise RequestValidationError(errors)
@@ -109,6 +118,14 @@ def _in_body(errors: list[Any]) -> RequestValidationError:
     """The errors located under "body", as FastAPI locates them; a body of 400,000 unknown keys has as
     many errors, and only the ones the reply names (api/errors.py, capped) are located."""
     return RequestValidationError([{**e, "loc": ("body", *e["loc"])} for e in capped(errors)])
+
+
+def _header_name(field: ModelField) -> str:
+    """The header a parameter reads, as FastAPI names it: its alias, or its name with "-" for "_"."""
+    alias = get_validation_alias(field)
+    if alias == field.name and getattr(field.field_info, "convert_underscores", True):
+        return alias.replace("_", "-")
+    return alias
 
 
 def _is_model(annotation: Any) -> bool:

@@ -60,6 +60,18 @@ def test_a_declared_header_is_still_validated(client: TestClient) -> None:
     assert "Idempotency-Key" in response.json()["error"]["message"]
 
 
+@pytest.mark.parametrize("name", ["Idempotency-Key", "idempotency-key", "IDEMPOTENCY-KEY"])
+def test_a_declared_header_is_read_whatever_its_case(client: TestClient, name: str) -> None:
+    """Requests without the header skip FastAPI's header reading; one that sends it, in any case, is read:
+    the same key and body replay the stored judgement."""
+    first = client.post("/v1/judge", json=group(2), headers={name: f"case-{name}"})
+    again = client.post("/v1/judge", json=group(2), headers={name: f"case-{name}"})
+    other = client.post("/v1/judge", json=group(3), headers={name: f"case-{name}"})
+    assert first.status_code == again.status_code == 200, first.text
+    assert again.json()["judgement_id"] == first.json()["judgement_id"]
+    assert other.status_code == 409
+
+
 def test_a_route_with_what_a_json_route_does_not_read_is_refused_when_made() -> None:
     router = APIRouter()
 
