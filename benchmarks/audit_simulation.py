@@ -7,8 +7,9 @@ Each step the policy writes `--groups` groups of `--answers` answers. An answer 
 from the onset step on, a share of answers carries a marker, rising linearly to `--share` over `--ramp`
 steps (0: at once). The training judge marks each of four criteria as the true quality plus noise
 (rounded, 1-5) and adds one mark to an answer carrying the marker; the audit judge marks the same way,
-with noise of its own, and no bonus. A group is audited when its judgement id (seeded) draws under
-`--rate`, as the service draws it. Each audited group's figures (quality/divergence.py) go to the
+with noise of its own, and no bonus. A group is audited when the service's sampler draws it (a systematic
+sample of `--rate` of each step's groups, judge_service/watch/audit.py). Each audited group's figures
+(quality/divergence.py) go to the
 detector in step order. Reported per ramp: the share of seeds where it fired, the steps from onset to
 detection (median, max), the step it estimated as the start; and over `--clean-steps` steps with no
 marker, how many seeds raised a false alarm.
@@ -17,7 +18,6 @@ marker, how many seeds raised a false alarm.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import random
 import statistics
 from dataclasses import dataclass
@@ -27,6 +27,7 @@ from benchmarks.experiment import Experiment, Outcome, ints, option
 from benchmarks.report import log, markdown_table
 from judge_service.quality.divergence import AnswerScores, group_divergence
 from judge_service.quality.onset import DivergenceDetector, Onset
+from judge_service.watch.audit import StepSampler
 
 CRITERIA = ("correctness", "helpfulness", "tone", "format")
 
@@ -55,24 +56,21 @@ class RunResult:
     onset: Onset
     audited: int  # groups audited (audit judge calls)
     groups: int  # groups judged in all
-
-
-def audited(judgement_id: str, rate: float) -> bool:
-    """The service's draw: the judgement id's hash under the rate, so a retried group draws the same."""
-    return int.from_bytes(hashlib.sha256(judgement_id.encode()).digest()[:8], "big") < rate * 2**64
+    per_step: tuple[int, ...]  # audit calls of each step
 
 
 def simulate(scenario: Scenario, seed: int) -> RunResult:
     """One run (module docstring): the detector's verdict and the audit's call count."""
     rng = random.Random(seed)
     detector = DivergenceDetector()
-    calls = 0
+    sampler = StepSampler(scenario.rate)
+    per_step = [0] * scenario.steps
     for step in range(scenario.steps):
         share = scenario.marker_share(step)
-        for index in range(scenario.groups):
-            if not audited(f"{seed}/{step}/{index}", scenario.rate):
+        for _ in range(scenario.groups):
+            if not sampler.draw(f"run-{seed}", step):
                 continue  # only audited groups reach the detector: the rest need not be simulated
-            calls += 1
+            per_step[step] += 1
             training: dict[str, AnswerScores] = {}
             audit: dict[str, AnswerScores] = {}
             for answer in range(scenario.answers):
@@ -83,7 +81,7 @@ def simulate(scenario: Scenario, seed: int) -> RunResult:
                 audit[answer_id] = _judged(rng, quality, 0, scenario.noise)
             figures = group_divergence(step, training, audit)
             detector.add(step, figures.gap, figures.rank_correlation)
-    return RunResult(detector.onset, calls, scenario.steps * scenario.groups)
+    return RunResult(detector.onset, sum(per_step), scenario.steps * scenario.groups, tuple(per_step))
 
 
 def _judged(rng: random.Random, quality: int, bonus: int, noise: float) -> AnswerScores:

@@ -49,6 +49,8 @@ from judge_service.service.retention import Retention
 from judge_service.store.base import JudgementStore
 from judge_service.store.factory import build_store
 from judge_service.ui import pages, signin
+from judge_service.watch.audit_judge import build_audit_judge
+from judge_service.watch.auditor import Auditor
 from judge_service.watch.canaries import CanaryPolicy
 
 log = logging.getLogger(__name__)
@@ -115,17 +117,35 @@ def create_app(
             )
             juries = [] if jury is None else [jury.grader]
             graders = GraderRegistry.with_rule_graders(judge, *comparing, *juries, *configured)
+            audit = build_audit_judge(
+                settings, metrics, local_backend=judge_backend, local_readiness=readiness
+            )
         except BaseException:
             await code_pool.close()
             await python_pool.close()
             await rft_runner.close()
             raise
+        auditor = (
+            None
+            if audit is None
+            else Auditor(
+                audit,
+                judgement_store,
+                metrics,
+                rate=settings.audit_rate,
+                backlog=settings.audit_backlog,
+                concurrency=settings.audit_concurrency,
+                busy=lambda: admission.saturated,
+            )
+        )
+        app.state.auditor = auditor
         service = JudgeService(
             graders=graders,
             store=judgement_store,
             metrics=metrics,
             idempotency_lease_s=settings.idempotency_lease_s,
             canaries=CanaryPolicy(settings.canary_rate, settings.resolved_canary_kinds()),
+            auditor=auditor,
         )
         app.state.service = service
         assembly = build_assembly(
@@ -158,7 +178,11 @@ def create_app(
             )
 
         app.state.jury = None if jury is None else jury.grader
-        endpoints = [] if jury is None else jury.endpoints
+        endpoints = [] if jury is None else list(jury.endpoints)
+        if audit is not None and audit.endpoint is not None:
+            endpoints.append(audit.endpoint)
+        if auditor is not None:
+            auditor.start()
         following = [follow(judge_backend, readiness, on_fatal)]
         # A jury judge's endpoint is followed as the service's own backend is, but is never fatal.
         following += [follow(endpoint.backend, endpoint.readiness, None) for endpoint in endpoints]
@@ -178,6 +202,8 @@ def create_app(
         finally:
             gc.unfreeze()  # a process that builds another app (tests) lets this one's cycles be collected
             await shut_down()
+            if auditor is not None:
+                await auditor.close()  # after the drain: groups stored by then were offered to it
             for task in following:
                 task.cancel()
             keeping.cancel()

@@ -284,6 +284,28 @@ class JudgeMetrics:
             registry=r,
         )
 
+        # The audit judge (JUDGE_AUDIT, watch/auditor.py).
+        self.audit_groups = Counter(
+            "judge_audit_groups_total",
+            "Groups drawn for the audit judge, by outcome: audited, failed (the audit judge erred), dropped "
+            "(the backlog was full, or the service stopped first)",
+            ["outcome"],
+            registry=r,
+        )
+        for outcome in ("audited", "failed", "dropped"):
+            self.audit_groups.labels(outcome=outcome)
+        self.audit_backlog = Gauge("judge_audit_backlog", "Groups waiting for the audit judge", registry=r)
+        self.audit_seconds = Histogram(
+            "judge_audit_seconds", "Time the audit judge took per group", buckets=_LATENCY_BUCKETS, registry=r
+        )
+        self.audit_divergence = Gauge(
+            "judge_audit_divergence_onset_step",
+            "Per run whose training judge parted from the audit judge (the onset detector fired on this "
+            "replica): the step where the divergence began",
+            ["run_id"],
+            registry=r,
+        )
+
         # Group assembly (POST /v1/judge/member, assembly/).
         self.member_open_groups = Gauge(
             "judge_member_open_groups",

@@ -71,6 +71,13 @@ ROWS: list[tuple[str, list[tuple[str, str, list[tuple[str, str]]]]]] = [
                 ("length bias", "sum(rate(judge_length_bias_sum[30m]))"
                                 " / sum(rate(judge_length_bias_count[30m]))"),
             ]),
+            ("Audit judge: groups per second, by outcome", "reqps", [
+                ("{{outcome}}", "sum by (outcome) (rate(judge_audit_groups_total[5m]))"),
+                ("backlog", "sum(judge_audit_backlog)"),
+            ]),
+            ("Audit judge: divergence onset step, by run", "short", [
+                ("{{run_id}}", "max by (run_id) (judge_audit_divergence_onset_step)"),
+            ]),
         ],
     ),
     (

@@ -25,6 +25,7 @@ from judge_service.schemas import (
     MAX_STEPS_PAGE,
     RUBRIC_ID_PATTERN,
     RUN_ID_PATTERN,
+    AuditRecord,
     BatchJudgeRequest,
     BatchJudgeResponse,
     ErrorResponse,
@@ -122,6 +123,15 @@ async def get_judgement(judgement_id: JudgementId, service: ServiceDep) -> Store
 )
 async def explain_judgement(judgement_id: JudgementId, service: ServiceDep) -> ExplainedReasons:
     return await service.explain(judgement_id)
+
+
+@router.get(
+    "/judgements/{judgement_id}/audit",
+    response_model=AuditRecord,
+    summary="How the audit judge (JUDGE_AUDIT) scored a judgement's answers; 404 when it was not audited",
+)
+async def get_audit(judgement_id: JudgementId, service: ServiceDep) -> AuditRecord:
+    return await service.audit_of(judgement_id)
 
 
 @router.get("/runs/{run_id}/judgements", response_model=JudgementPage, summary="A run's judgements, paged")

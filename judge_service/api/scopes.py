@@ -41,6 +41,7 @@ ROUTE_SCOPES: Mapping[tuple[str, str], Scope] = {
     # Reading what was judged, and the service's own description.
     ("GET", "/v1/graders"): READ,
     ("GET", "/v1/judgements/{judgement_id}"): READ,
+    ("GET", "/v1/judgements/{judgement_id}/audit"): READ,
     ("GET", "/v1/runs"): READ,
     ("GET", "/v1/runs/{run_id}/judgements"): READ,
     ("GET", "/v1/runs/{run_id}/steps"): READ,

@@ -34,6 +34,7 @@ class PruneReport(ResponseModel):
     judgements: int = Field(description="Judgements deleted (their idempotency keys with them).")
     explained_reasons: int = Field(description="Reasons written afterwards, deleted with their judgement.")
     labels: int = Field(description="Human labels deleted (only with include_labelled).")
+    audits: int = Field(default=0, description="Audit judge records, deleted with their judgement.")
     claims: int = Field(description="Idempotency claims whose lease lapsed before the cut-off.")
     seconds: float
     more: bool = Field(description="True when max_judgements stopped it: call again for the rest.")

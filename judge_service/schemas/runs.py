@@ -43,6 +43,70 @@ class RunPage(ResponseModel):
     next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last.")
 
 
+class AuditedAnswer(ResponseModel):
+    id: str
+    training: float | None = Field(description="The training judge's score (the reward); null: unscored.")
+    audit: float | None = Field(description="The audit judge's score; null: it could not score the answer.")
+
+
+class AuditRecord(ResponseModel):
+    """One group as the audit judge re-judged it (watch/auditor.py), stored beside its judgement."""
+
+    judgement_id: str
+    run_id: str
+    step: int
+    created_at: datetime
+    judge: str = Field(description="The audit judge's name (JUDGE_AUDIT).")
+    model: str
+    prompt_version: str | None
+    answers: list[AuditedAnswer]
+    rank_correlation: float | None = Field(
+        description="Spearman's rho of the two judges' scores over the answers both scored; null under two "
+        "distinct scores on either side."
+    )
+    gap: float | None = Field(description="Mean over those answers of training score less audit score.")
+    criterion_gaps: dict[str, float] = Field(description="The gap per criterion both judges marked.")
+    best_differs: bool | None = Field(
+        description="Whether the training judge's best answer is not the audit judge's; null where either "
+        "has no single best."
+    )
+
+
+class StepAudit(ResponseModel):
+    """A step's audited groups, against the audit judge (quality/divergence.py)."""
+
+    groups: int = Field(description="Groups of the step the audit judge re-judged.")
+    rank_correlation: float | None = Field(description="Mean within-group rank correlation of the judges.")
+    gap: float | None = Field(description="Mean score gap, training judge less audit judge.")
+    criterion_gaps: dict[str, float] = Field(description="The mean gap per criterion both judges marked.")
+    best_disagreement: float | None = Field(
+        description="Share of groups whose best answer differs between the judges."
+    )
+
+
+class AuditOnset(ResponseModel):
+    figure: str = Field(
+        description="The figure whose detector fired: gap (rising) or rank_correlation (falling)."
+    )
+    began_at_step: int | None = Field(description="Where the divergence began (the CUSUM last left zero).")
+    detected_at_step: int = Field(description="Where the detector passed its threshold.")
+
+
+class RunAudit(ResponseModel):
+    """The audit of a whole run, from its first audited group (quality/onset.py states the detector)."""
+
+    audited_groups: int
+    complete: bool = Field(
+        description="False: the run has more audited groups than are read for its figures (the first 20,000 "
+        "by step); the onset and the steps after them are not seen."
+    )
+    onset: AuditOnset | None = Field(
+        description="Where the training judge began to part from the audit judge; null: no divergence found "
+        "(or fewer audited groups than the detector's warm-up)."
+    )
+    warmup_groups: int = Field(description="Audited groups the detector takes as its baseline first.")
+
+
 class StepFigures(ResponseModel):
     """One step of a run, aggregated over its judgements (those of one fingerprint when filtered)."""
 
@@ -75,10 +139,16 @@ class StepFigures(ResponseModel):
         default=None,
         description="Mean over groups of the Spearman correlation of answer length and score (length_bias).",
     )
+    audit: StepAudit | None = Field(
+        default=None, description="The step against the audit judge (JUDGE_AUDIT); null: none audited."
+    )
     last_activity: datetime
 
 
 class RunSteps(ResponseModel):
     run_id: str
     items: list[StepFigures]
+    audit: RunAudit | None = Field(
+        default=None, description="The run against the audit judge; null: no group of it was audited."
+    )
     next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last.")

@@ -51,7 +51,7 @@ class Retention:
         """Delete judgements created before `before` (of one run), batch by batch, up to
         `max_judgements` (then `more` is true: call again); ConflictError while another prune runs."""
         started = time.perf_counter()
-        counts = {"judgements": 0, "explained_reasons": 0, "labels": 0, "claims": 0}
+        counts = {"judgements": 0, "explained_reasons": 0, "labels": 0, "audits": 0, "claims": 0}
         more = False
         async with self._store.prune_lock() as held:
             if not held:
@@ -74,6 +74,7 @@ class Retention:
                 counts["judgements"] += batch.judgements
                 counts["explained_reasons"] += batch.explained_reasons
                 counts["labels"] += batch.labels
+                counts["audits"] += batch.audits
                 if batch.judgements < min(room, self._batch_rows):
                     break
                 await asyncio.sleep(self._pause_s)  # let saves and reads waiting on the store through

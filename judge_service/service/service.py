@@ -22,6 +22,7 @@ from judge_service.judging.registry import GraderRegistry
 from judge_service.metrics import JudgeMetrics
 from judge_service.schemas import (
     AnswerResult,
+    AuditRecord,
     BatchItem,
     ErrorBody,
     ExplainedReasons,
@@ -44,7 +45,10 @@ from judge_service.schemas import (
 from judge_service.service.idempotency import GradeFn, IdempotencyGuard, ScopedKey
 from judge_service.service.regrade import regraded_request
 from judge_service.service.rubrics import RubricService
+from judge_service.store.audits import MAX_AUDITS_READ
 from judge_service.store.base import IdempotencyKey, JudgementStore, KeyedJudgement
+from judge_service.watch.audit import audit_summary
+from judge_service.watch.auditor import Auditor
 from judge_service.watch.canaries import Canary, CanaryPolicy, without_canary
 from judge_service.watch.canaries import result as canary_result
 from judge_service.watch.length_bias import length_bias
@@ -61,8 +65,10 @@ class JudgeService:
         metrics: JudgeMetrics,
         idempotency_lease_s: float = 30.0,
         canaries: CanaryPolicy | None = None,
+        auditor: Auditor | None = None,
     ) -> None:
         self._graders = graders
+        self._auditor = auditor
         self._canaries = canaries or CanaryPolicy()
         self._store = store
         self._metrics = metrics
@@ -165,6 +171,8 @@ class JudgeService:
                 details={"judgement_id": stored.judgement_id},
             ) from exc
         self._observe(stored)
+        if self._auditor is not None:
+            self._auditor.offer(stored)  # re-judged later, in the background: the reply is already made
         return stored.response()
 
     async def grade_batch(
@@ -289,9 +297,31 @@ class JudgeService:
     async def run_steps(
         self, run_id: str, *, after: int, until: int | None, fingerprint: str | None, limit: int
     ) -> RunSteps:
-        return await self._store.run_steps(
+        steps = await self._store.run_steps(
             run_id, after=after, until=until, fingerprint=fingerprint, limit=limit
         )
+        audited = await self._store.run_divergence(run_id, limit=MAX_AUDITS_READ)
+        if not audited:
+            return steps
+        # Up to 20,000 groups through the onset detector: off the event loop.
+        by_step, audit = await asyncio.to_thread(audit_summary, audited, limit=MAX_AUDITS_READ)
+        return steps.model_copy(
+            update={
+                "items": [s.model_copy(update={"audit": by_step.get(s.step)}) for s in steps.items],
+                "audit": audit,
+            }
+        )
+
+    async def audit_of(self, judgement_id: str) -> AuditRecord:
+        """The audit judge's record of a judgement; 404 when it was not audited (or not yet)."""
+        record = await self._store.audit_of(judgement_id)
+        if record is None:
+            await self._stored(judgement_id)  # 404 naming the judgement when there is none
+            raise NotFoundError(
+                f"judgement {judgement_id!r} was not audited (JUDGE_AUDIT draws JUDGE_AUDIT_RATE of each "
+                "step's groups, in the background: it may not be done yet)"
+            )
+        return record
 
     def _observe(self, judgement: StoredJudgement) -> None:
         m = self._metrics

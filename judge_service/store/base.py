@@ -7,7 +7,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from judge_service.quality.divergence import GroupDivergence
 from judge_service.schemas import (
+    AuditRecord,
     ExplainedReasons,
     HumanLabels,
     JudgementPage,
@@ -191,6 +193,18 @@ class JudgementStore(Protocol):
 
     async def explained_of(self, judgement_id: str) -> ExplainedReasons | None:
         """The reasons written afterwards for a judgement, if any."""
+        ...
+
+    async def save_audit(self, record: AuditRecord) -> None:
+        """Store the audit judge's record of a judgement unless it has one (the first stored wins)."""
+        ...
+
+    async def run_divergence(self, run_id: str, *, limit: int = ...) -> list[GroupDivergence]:
+        """A run's audited groups' figures in step order, at most `limit` (store/audits.py)."""
+        ...
+
+    async def audit_of(self, judgement_id: str) -> AuditRecord | None:
+        """The audit judge's record of a judgement, if it was audited."""
         ...
 
     async def save_rubric(self, rubric: Rubric) -> Rubric:

@@ -97,6 +97,23 @@ CREATE TABLE rubrics (
 _CREATED_AT_SQL = "CREATE INDEX IF NOT EXISTS judgements_created_at ON judgements (created_at);"
 
 
+_AUDITS_SQL = """
+CREATE TABLE audits (
+    judgement_id     TEXT PRIMARY KEY,
+    run_id           TEXT NOT NULL,
+    step             BIGINT NOT NULL,
+    answers          BIGINT NOT NULL,
+    rank_correlation DOUBLE PRECISION,
+    gap              DOUBLE PRECISION,
+    best_differs     BOOLEAN,
+    criterion_gaps   TEXT NOT NULL,
+    doc              TEXT NOT NULL,
+    created_at       TEXT NOT NULL
+);
+CREATE INDEX audits_run_step ON audits (run_id, step);
+"""
+
+
 @dataclass(frozen=True)
 class Migration:
     name: str
@@ -331,6 +348,14 @@ MIGRATIONS: tuple[Migration, ...] = (
         {
             SQLITE: _CREATED_AT_SQL,
             POSTGRES: _CREATED_AT_SQL,
+        },
+    ),
+    # The audit judge's re-judged groups (store/audits.py), read per run in step order.
+    Migration(
+        "m011_audits",
+        {
+            SQLITE: _AUDITS_SQL,
+            POSTGRES: _AUDITS_SQL,
         },
     ),
 )

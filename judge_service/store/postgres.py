@@ -21,6 +21,7 @@ The same contract as the embedded SQLite store (store/base.py), on a pool of aut
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import logging
@@ -33,7 +34,9 @@ import psycopg
 from psycopg_pool import AsyncConnectionPool
 
 from judge_service.errors import StoreUnavailableError
+from judge_service.quality.divergence import GroupDivergence
 from judge_service.schemas import (
+    AuditRecord,
     ExplainedReasons,
     HumanLabels,
     JudgementPage,
@@ -43,7 +46,16 @@ from judge_service.schemas import (
     RunSummary,
     StoredJudgement,
 )
-from judge_service.store import codec, explained, member_groups, migrations, retention, rubrics, run_views
+from judge_service.store import (
+    audits,
+    codec,
+    explained,
+    member_groups,
+    migrations,
+    retention,
+    rubrics,
+    run_views,
+)
 from judge_service.store.base import (
     Claim,
     IdempotencyKey,
@@ -387,10 +399,11 @@ class PostgresJudgementStore:
                     "DELETE FROM explained_reasons WHERE judgement_id = ANY(%s)", (ids,)
                 )
                 labels = await conn.execute("DELETE FROM human_labels WHERE judgement_id = ANY(%s)", (ids,))
+                audited = await conn.execute("DELETE FROM audits WHERE judgement_id = ANY(%s)", (ids,))
                 deleted = await conn.execute(
                     "DELETE FROM judgements WHERE id = ANY(%s)", ([r[0] for r in rows],)
                 )
-                return PrunedBatch(deleted.rowcount, reasons.rowcount, labels.rowcount)
+                return PrunedBatch(deleted.rowcount, reasons.rowcount, labels.rowcount, audited.rowcount)
 
         return await self._run(prune)
 
@@ -495,6 +508,35 @@ class PostgresJudgementStore:
         async def select(conn: psycopg.AsyncConnection[Any]) -> list[HumanLabels]:
             rows = await (await conn.execute(sql, (run_id, limit))).fetchall()
             return run_views.labels_from(doc for (doc,) in rows)
+
+        return await self._run(select)
+
+    async def save_audit(self, record: AuditRecord) -> None:
+        row = audits.insert_row(record)
+
+        async def save(conn: psycopg.AsyncConnection[Any]) -> None:
+            async with conn.transaction():
+                await conn.execute(audits.insert_sql("%s"), row)
+
+        await self._run(save)
+
+    async def run_divergence(
+        self, run_id: str, *, limit: int = audits.MAX_AUDITS_READ
+    ) -> list[GroupDivergence]:
+        sql = audits.figures_sql("%s")
+
+        async def select(conn: psycopg.AsyncConnection[Any]) -> list[GroupDivergence]:
+            rows = await (await conn.execute(sql, (run_id, limit))).fetchall()
+            return await asyncio.to_thread(audits.figures_of, rows)  # up to 20,000 rows: off the loop
+
+        return await self._run(select)
+
+    async def audit_of(self, judgement_id: str) -> AuditRecord | None:
+        sql = audits.record_sql("%s")
+
+        async def select(conn: psycopg.AsyncConnection[Any]) -> AuditRecord | None:
+            row = await (await conn.execute(sql, (judgement_id,))).fetchone()
+            return None if row is None else audits.load(row[0])
 
         return await self._run(select)
 

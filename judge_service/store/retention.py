@@ -31,6 +31,7 @@ class PrunedBatch:
     judgements: int = 0
     explained_reasons: int = 0
     labels: int = 0
+    audits: int = 0
 
 
 def cutoff_text(before: datetime) -> str:

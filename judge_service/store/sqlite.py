@@ -27,7 +27,9 @@ from pathlib import Path
 from typing import TypeVar
 
 from judge_service.errors import StoreUnavailableError
+from judge_service.quality.divergence import GroupDivergence
 from judge_service.schemas import (
+    AuditRecord,
     ExplainedReasons,
     HumanLabels,
     JudgementPage,
@@ -37,7 +39,16 @@ from judge_service.schemas import (
     RunSummary,
     StoredJudgement,
 )
-from judge_service.store import codec, explained, member_groups, migrations, retention, rubrics, run_views
+from judge_service.store import (
+    audits,
+    codec,
+    explained,
+    member_groups,
+    migrations,
+    retention,
+    rubrics,
+    run_views,
+)
 from judge_service.store.base import (
     Claim,
     IdempotencyKey,
@@ -390,8 +401,9 @@ class SqliteJudgementStore:
                 marks = ", ".join("?" * len(rows))
                 reasons = conn.execute(f"DELETE FROM explained_reasons WHERE judgement_id IN ({marks})", ids)
                 labels = conn.execute(f"DELETE FROM human_labels WHERE judgement_id IN ({marks})", ids)
+                audited = conn.execute(f"DELETE FROM audits WHERE judgement_id IN ({marks})", ids)
                 deleted = conn.execute(f"DELETE FROM judgements WHERE id IN ({marks})", [r[0] for r in rows])
-                return PrunedBatch(deleted.rowcount, reasons.rowcount, labels.rowcount)
+                return PrunedBatch(deleted.rowcount, reasons.rowcount, labels.rowcount, audited.rowcount)
 
         return await self._run(prune)
 
@@ -484,6 +496,29 @@ class SqliteJudgementStore:
         sql = explained.select_sql("?")
         row = await self._run(lambda: self._connection().execute(sql, (judgement_id,)).fetchone())
         return None if row is None else explained.load(row[0])
+
+    async def save_audit(self, record: AuditRecord) -> None:
+        row = audits.insert_row(record)
+
+        def save() -> None:
+            conn = self._connection()
+            with _write_transaction(conn):
+                conn.execute(audits.insert_sql("?"), row)
+
+        await self._run(save)
+
+    async def run_divergence(
+        self, run_id: str, *, limit: int = audits.MAX_AUDITS_READ
+    ) -> list[GroupDivergence]:
+        sql = audits.figures_sql("?")
+        return await self._run(
+            lambda: audits.figures_of(self._connection().execute(sql, (run_id, limit)).fetchall())
+        )
+
+    async def audit_of(self, judgement_id: str) -> AuditRecord | None:
+        sql = audits.record_sql("?")
+        row = await self._run(lambda: self._connection().execute(sql, (judgement_id,)).fetchone())
+        return None if row is None else audits.load(row[0])
 
     async def save_rubric(self, rubric: Rubric) -> Rubric:
         def save() -> Rubric:

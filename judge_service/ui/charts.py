@@ -25,6 +25,7 @@ class Series:
     lower: float | None = None  # fixed axis range (scores: 0-1); None: from the data
     upper: float | None = None
     unit: str = ""
+    marker: tuple[int, str] | None = None  # (step, label): a vertical line there, e.g. where a change began
 
 
 def line_chart(series: Series) -> str:
@@ -63,6 +64,13 @@ def line_chart(series: Series) -> str:
             upper = " ".join(f"{x(s):.1f},{y(min(high, v + d)):.1f}" for s, v, d in band)
             lower = " ".join(f"{x(s):.1f},{y(max(low, v - d)):.1f}" for s, v, d in reversed(band))
             parts.append(f'<polygon class="band" points="{upper} {lower}"/>')
+    if series.marker is not None and first <= series.marker[0] <= last:
+        at, label_text = x(series.marker[0]), escape(series.marker[1])
+        parts.append(
+            f'<line class="marker" x1="{at:.1f}" y1="{TOP}" x2="{at:.1f}" y2="{HEIGHT - BOTTOM}" '
+            f'data-step="{series.marker[0]}"/>'
+            f'<text class="tick marker-label" x="{at + 3:.1f}" y="{TOP + 8}">{label_text}</text>'
+        )
     for run in _runs(series.steps, series.values):
         coords = " ".join(f"{x(s):.1f},{y(v):.1f}" for s, v in run)
         parts.append(f'<polyline class="line" points="{coords}"/>')

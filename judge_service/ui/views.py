@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from judge_service.judging.comparison.strength import outcome
-from judge_service.schemas import ComparisonRecord, StepFigures, StoredJudgement
+from judge_service.schemas import ComparisonRecord, RunAudit, StepFigures, StoredJudgement
 from judge_service.ui.charts import Series, line_chart
 
 
-def charts(steps: list[StepFigures]) -> list[dict[str, str]]:
+def charts(steps: list[StepFigures], audit: RunAudit | None = None) -> list[dict[str, str]]:
     numbers = [s.step for s in steps]
 
     def chart(key: str, title: str, values: list[float | None], caption: str, **kw: Any) -> dict[str, str]:
@@ -69,6 +69,7 @@ def charts(steps: list[StepFigures]) -> list[dict[str, str]]:
             lower=-1.0,
             upper=1.0,
         ),
+        *(audit_charts(steps, audit) if audit is not None else []),
         chart(
             "judge_tokens",
             "Judge tokens per group",
@@ -84,6 +85,46 @@ def charts(steps: list[StepFigures]) -> list[dict[str, str]]:
             "Mean judge time per group, in milliseconds.",
             lower=0.0,
             unit=" ms",
+        ),
+    ]
+
+
+def audit_charts(steps: list[StepFigures], audit: RunAudit) -> list[dict[str, str]]:
+    """The run against the audit judge (JUDGE_AUDIT), with where the divergence began marked."""
+    numbers = [s.step for s in steps]
+    onset = audit.onset
+    began = None
+    if onset is not None:
+        began = onset.detected_at_step if onset.began_at_step is None else onset.began_at_step
+    marker = None if began is None else (began, f"divergence from step {began}")
+
+    def chart(key: str, title: str, values: list[float | None], caption: str, **kw: Any) -> dict[str, str]:
+        svg = line_chart(Series(title, numbers, values, marker=marker, **kw))
+        return {"key": key, "title": title, "svg": svg, "caption": caption}
+
+    return [
+        chart(
+            "audit_gap",
+            "Training judge less audit judge",
+            [None if s.audit is None else s.audit.gap for s in steps],
+            "Mean score gap over the audited groups: a gap that grows while the rewards rise is the policy "
+            "pleasing the training judge, not getting better.",
+        ),
+        chart(
+            "audit_rank_correlation",
+            "Rank agreement with the audit judge",
+            [None if s.audit is None else s.audit.rank_correlation for s in steps],
+            "Mean within-group rank correlation of the two judges' scores.",
+            lower=-1.0,
+            upper=1.0,
+        ),
+        chart(
+            "audit_best_disagreement",
+            "Best answer disagreement",
+            [None if s.audit is None else s.audit.best_disagreement for s in steps],
+            "Share of audited groups whose best answer differs between the two judges.",
+            lower=0.0,
+            upper=1.0,
         ),
     ]
 

@@ -5,6 +5,7 @@ and the sign-in when API keys are on."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -544,3 +545,50 @@ def test_attribution_shows_beside_each_mark_and_flags_the_first_wrong_step(
     )
     plain = page.locator('tr.answer[data-answer="plain"] .mark[data-criterion="tone"] .attribution')
     expect(plain).to_have_text("(no step named)")
+
+
+def test_the_audit_judges_charts_mark_where_the_training_judge_began_to_part(
+    page: Page, tmp_path: Path
+) -> None:
+    engine = FakeEngine(tmp_path, "auditor", latency_s=0.0, model="auditor")
+    audit = {"name": "audit", "base_url": f"{engine.url}/v1", "model": "auditor"}
+    service = ServiceProcess(tmp_path, audit=json.dumps(audit), audit_rate="1.0")
+    onset, steps = 76, 90  # two audited groups a step: the detector's 150-group warm-up ends at step 75
+    try:
+        service.start()
+        with httpx.Client(base_url=service.url, timeout=30) as client:
+            for step in range(steps):
+                for _ in range(2):
+                    gamed = step >= onset  # the training judge gives a 5 where the audit judge gives a 1
+                    marks = [(5, 1) if gamed else (2, 2), (3, 3), (1, 1)]
+                    answers = [
+                        {"id": f"a{i}", "text": f"{MARK_ANSWER.format(t)} {MARK_BY_MODEL.format('auditor', a)}"}
+                        for i, (t, a) in enumerate(marks)
+                    ]
+                    body = {
+                        "conversation": [{"role": "user", "content": "How do I share the report?"}],
+                        "reference": "Open the report and click Share.",
+                        "answers": answers,
+                        "run_id": "audited-run",
+                        "step": step,
+                    }
+                    assert client.post("/v1/judge", json=body).status_code == 200
+            for _ in range(300):  # the audit runs in the background
+                audit_figures = client.get("/v1/runs/audited-run/steps").json()["audit"]
+                if audit_figures and audit_figures["audited_groups"] == 2 * steps:
+                    break
+                time.sleep(0.1)
+        assert audit_figures["onset"]["began_at_step"] == onset
+        page.goto(f"{service.url}/ui/runs/audited-run")
+        expect(page.locator("#audit .alarm")).to_contain_text(f"at step {onset}")
+        for key in ("audit_gap", "audit_rank_correlation", "audit_best_disagreement"):
+            figure = page.locator(f'figure[data-chart="{key}"]')
+            expect(figure.locator("circle.point")).to_have_count(steps)
+            expect(figure.locator("line.marker")).to_have_attribute("data-step", str(onset))
+        gaps = page.locator('figure[data-chart="audit_gap"] circle.point')
+        values = [float(v) for v in gaps.evaluate_all("ps => ps.map(p => p.dataset.value)")]
+        assert values[:onset] == [0.0] * onset and min(values[onset:]) > 0.25
+        page.screenshot(path=str(screenshot_dir(tmp_path) / "audit.png"), full_page=True)
+    finally:
+        service.stop()
+        engine.stop()

@@ -11,11 +11,14 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from judge_service.errors import InvalidGroupError
+from judge_service.quality.divergence import GroupDivergence
 from judge_service.schemas import (
     MAX_ANSWERS,
     MAX_STEP,
     MAX_TEXT_CHARS,
     Answer,
+    AuditedAnswer,
+    AuditRecord,
     ChatMessage,
     Criterion,
     ExplainedReasons,
@@ -552,6 +555,7 @@ async def test_pruning_deletes_the_oldest_first_in_batches_with_their_keys_and_r
     assert await store.prune_judgements(before, limit=3) == PrunedBatch()
     assert await backend.count() == 2
     assert await store.explained_of(ids[0]) is None and await store.explained_of(ids[6]) is not None
+    assert first.audits == 0
     # The key went with its judgement: the same key stores a new judgement.
     assert await store.get_by_idempotency_key("key-run-a-0") is None
     await store.save(make_judgement("again"), idempotency=IdempotencyKey("key-run-a-0", "hash"))
@@ -609,3 +613,60 @@ async def test_one_prune_at_a_time(store: JudgementStore, backend: StoreUnderTes
             assert after  # released
     finally:
         await other.close()
+
+
+def _audit(judgement_id: str, step: int, gap: float, run_id: str = "run-a") -> AuditRecord:
+    return AuditRecord(
+        judgement_id=judgement_id,
+        run_id=run_id,
+        step=step,
+        created_at=T0 + timedelta(seconds=step),
+        judge="audit",
+        model="auditor",
+        prompt_version="judge_group@1",
+        answers=[
+            AuditedAnswer(id="a0", training=0.9, audit=0.9 - gap),
+            AuditedAnswer(id="a1", training=None, audit=0.5),
+        ],
+        rank_correlation=None,
+        gap=gap,
+        criterion_gaps={"correctness": gap},
+        best_differs=None,
+    )
+
+
+async def test_audits_are_kept_per_judgement_read_per_run_in_step_order_and_pruned_with_it(
+    store: JudgementStore,
+) -> None:
+    ids = await _aged(store, 3)
+    for i, step in zip(ids, (7, 2, 5), strict=True):
+        await store.save_audit(_audit(i, step, gap=step / 10))
+    await store.save_audit(_audit("elsewhere", 1, 0.0, run_id="run-b"))
+    # A second record for one judgement (another replica drew it too): the first stays.
+    await store.save_audit(_audit(ids[1], 2, gap=0.99))
+    assert await store.audit_of(ids[1]) == _audit(ids[1], 2, gap=0.2)
+    assert await store.audit_of("never-audited") is None
+    figures = await store.run_divergence("run-a")
+    assert [f.step for f in figures] == [2, 5, 7]
+    assert figures[0] == GroupDivergence(
+        step=2,
+        answers=1,
+        rank_correlation=None,
+        gap=0.2,
+        criterion_gaps={"correctness": 0.2},
+        best_differs=None,
+    )
+    assert await store.run_divergence("run-a", limit=2) == figures[:2]
+    assert await store.run_divergence("no-such-run") == []
+    pruned = await store.prune_judgements(T0 + timedelta(days=1), limit=10)  # the first of the three
+    assert pruned == PrunedBatch(judgements=1, audits=1)
+    assert await store.audit_of(ids[0]) is None
+    assert [f.step for f in await store.run_divergence("run-a")] == [2, 5]
+
+
+async def test_an_audits_figures_read_back_as_written(store: JudgementStore) -> None:
+    record = _audit("flagged", 4, 0.125).model_copy(update={"rank_correlation": -0.5, "best_differs": True})
+    await store.save_audit(record)
+    (figures,) = await store.run_divergence("run-a")
+    assert (figures.rank_correlation, figures.best_differs) == (-0.5, True)
+    assert type(figures.best_differs) is bool

@@ -34,6 +34,11 @@ class GroupAdmission:
         self._turns: deque[str] = deque()  # keys with groups waiting, in the order they are served
         self._metrics = metrics
 
+    @property
+    def saturated(self) -> bool:
+        """Every slot is taken: a group arriving now would wait (the audit judge waits instead)."""
+        return self._free == 0
+
     @asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:
         if self._free > 0:  # a free slot means nobody is waiting: freed slots go to waiters first
