@@ -11,7 +11,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from judge_service.api import health, quality, retention_routes, routes
+from judge_service.api import engine_routes, health, quality, retention_routes, routes
 from judge_service.api.compat import router as compat
 from judge_service.api.errors import install_error_handlers
 from judge_service.api.middleware.auth import ApiKeyAuth, public_paths
@@ -25,6 +25,7 @@ from judge_service.api.shares import KeyShares
 from judge_service.assembly import build_assembly
 from judge_service.backends.base import JudgeBackend
 from judge_service.backends.factory import build_backend
+from judge_service.backends.lifecycle import EngineLifecycle
 from judge_service.backends.readiness import Readiness, follow_backend
 from judge_service.config import Settings, parse_allowed_hosts
 from judge_service.judging.base import Grader
@@ -81,6 +82,15 @@ def create_app(
         metrics.admission_limit.labels(limit="in_flight").set(settings.max_groups_in_flight)
         metrics.admission_limit.labels(limit="queued").set(settings.max_groups_queued)
         admission = GroupAdmission(settings.max_groups_in_flight, settings.max_groups_queued, metrics)
+        lifecycle = EngineLifecycle(
+            judge_backend,
+            metrics,
+            busy_slots=lambda: admission.busy_slots,
+            hold_s=settings.sleep_hold_s,
+            drain_timeout_s=settings.sleep_drain_timeout_s,
+        )
+        admission.set_gate(lifecycle)  # groups wait for a sleeping engine before they take a slot
+        app.state.lifecycle = lifecycle
         judge = LLMJudge(caller, admission=admission, metrics=metrics, readiness=readiness)
         # Comparison grading runs on the judge's engine and shares its slots.
         comparing = [
@@ -246,6 +256,7 @@ def create_app(
     app.include_router(health.router)
     app.include_router(quality.router)
     app.include_router(retention_routes.router)
+    app.include_router(engine_routes.router)
     app.include_router(compat.router)
     app.include_router(compat.fine_tuning)
     gate_routes(app)  # after every route is in: one without a scope stops the app here

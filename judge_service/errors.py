@@ -85,6 +85,23 @@ class ShuttingDownError(JudgeServiceError):
     retry_after_s = 1
 
 
+class EngineAsleepError(JudgeServiceError):
+    """The judge's engine sleeps (POST /v1/engine/sleep) and did not wake within JUDGE_SLEEP_HOLD_S: the
+    same request succeeds once it is woken (Retry-After)."""
+
+    code = "engine_asleep"
+    http_status = 503
+    retry_after_s = 5
+
+
+class CannotSleepError(JudgeServiceError):
+    """The judge's engine cannot sleep (vLLM's CPU build, sleep mode not enabled, an endpoint without
+    vLLM's sleep routes); it keeps serving."""
+
+    code = "cannot_sleep"
+    http_status = 409
+
+
 class StoreUnavailableError(JudgeServiceError):
     """The judgement database cannot be reached or refused the call for a transient reason (a restart,
     a failover, a full connection pool); the same request may succeed later (Retry-After)."""

@@ -284,6 +284,33 @@ class JudgeMetrics:
             registry=r,
         )
 
+        # The engine's sleep and wake for a trainer sharing its GPUs (backends/lifecycle.py).
+        self.engine_state = Gauge(
+            "judge_engine_state",
+            "1 for the state the judge's engine is in (awake, draining, asleep, waking, failed), 0 for "
+            "the others",
+            ["state"],
+            registry=r,
+        )
+        self.engine_asleep_seconds = Counter(
+            "judge_engine_asleep_seconds_total", "Time the judge's engine spent asleep", registry=r
+        )
+        self.engine_wake_seconds = Histogram(
+            "judge_engine_wake_seconds",
+            "Time each wake of the judge's engine took",
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.engine_requests = Counter(
+            "judge_engine_sleep_requests_total",
+            "Groups that arrived while the engine was not awake: held (waited for it to wake) or refused "
+            "(503 engine_asleep, after the hold or at once)",
+            ["outcome"],
+            registry=r,
+        )
+        for outcome in ("held", "refused"):
+            self.engine_requests.labels(outcome=outcome)
+
         # The audit judge (JUDGE_AUDIT, watch/auditor.py).
         self.audit_groups = Counter(
             "judge_audit_groups_total",

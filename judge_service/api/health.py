@@ -29,7 +29,8 @@ async def healthz() -> dict[str, str]:
 
 @router.get(READINESS, summary="The judge model is loaded and requests will be graded")
 async def readyz(response: Response, request: Request) -> dict[str, Any]:
-    """ready; loading; draining (shutting down); unavailable (the judge endpoint does not answer its
+    """ready; loading; draining (shutting down); asleep, engine_draining, engine_waking, engine_failed
+    (POST /v1/engine/sleep, backends/lifecycle.py); unavailable (the judge endpoint does not answer its
     health check); failed (the backend could not start, or the in-process engine died); with a jury,
     jury_unavailable (fewer of its judges ready than JUDGE_JURY_QUORUM; `jury` says each one's state); with
     JUDGE_READY_REQUIRES_STORE, store_unavailable (the judgement database does not answer): all but ready
@@ -38,6 +39,13 @@ async def readyz(response: Response, request: Request) -> dict[str, Any]:
     if request.app.state.drain.draining:
         response.status_code = 503
         return {"status": "draining", "backend": readiness.backend}
+    engine = request.app.state.lifecycle.state
+    if engine != "awake":  # asleep for a trainer: a router sends the work elsewhere
+        response.status_code = 503
+        return {
+            "status": "asleep" if engine == "asleep" else f"engine_{engine}",
+            "backend": readiness.backend,
+        }
     if not readiness.ready:
         response.status_code = 503
     body: dict[str, Any] = {"status": readiness.state, "backend": readiness.backend}

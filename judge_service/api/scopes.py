@@ -72,6 +72,9 @@ ROUTE_SCOPES: Mapping[tuple[str, str], Scope] = {
     ("POST", "/v1/quality/agreement"): ADMIN,
     ("PUT", "/v1/rubrics/{rubric_id}"): ADMIN,
     ("POST", "/v1/prune"): ADMIN,
+    ("GET", "/v1/engine"): ADMIN,
+    ("POST", "/v1/engine/sleep"): ADMIN,
+    ("POST", "/v1/engine/wake"): ADMIN,
 }
 
 # Answered before any key is asked for (the auth middleware's public paths, and the sign-in itself,

@@ -59,4 +59,5 @@ def _engine_options(settings: Settings) -> EngineOptions:
         max_num_seqs=settings.max_num_seqs,
         thinking=profile_settings(settings),
         chat_template=settings.chat_template,
+        sleep_mode=settings.sleep_mode,
     )

@@ -46,6 +46,7 @@ from judge_service.backends.thinking_profile import (
     THINK_START,
     ThinkingProfile,
 )
+from judge_service.errors import JudgeBackendError
 
 # A group whose conversation holds this text gets no marks for the answer shown first, on every attempt,
 # so that answer ends unscored: how tests in other processes (trainers) reach the unscored path.
@@ -79,8 +80,12 @@ class FakeBackend:
         latency_s: float = 0.0,
         record: bool = True,
         thinking: ThinkingProfile = NO_THINKING,
+        sleep_latency_s: float = 0.0,
     ) -> None:
         self._script = deque(script) if script is not None else None
+        self._sleep_latency_s = sleep_latency_s  # each sleep and each wake takes this long
+        self.asleep = False
+        self.sleeps = 0  # sleeps so far, for tests
         self._model_name = model_name
         self._max_context = max_context_tokens
         self._latency_s = latency_s
@@ -117,7 +122,24 @@ class FakeBackend:
     ) -> int | None:
         return sum(len(m["content"]) for m in messages) // 4 + 8
 
+    def why_no_sleep(self) -> str | None:
+        return None
+
+    async def sleep(self, level: int) -> int | None:
+        """Pretends to free memory (1 GiB a level); generate() while asleep is an error, as a sleeping
+        engine would fail or hang: a group that reaches it shows a hole in the gate."""
+        await asyncio.sleep(self._sleep_latency_s)
+        self.asleep = True
+        self.sleeps += 1
+        return level * 2**30
+
+    async def wake(self) -> None:
+        await asyncio.sleep(self._sleep_latency_s)
+        self.asleep = False
+
     async def generate(self, request: GenerationRequest) -> Generation:
+        if self.asleep:
+            raise JudgeBackendError("the fake engine was called while asleep")
         if self._record:
             self.requests.append(request)
         if self._latency_s:

@@ -44,7 +44,7 @@ from judge_service.backends.thinking_profile import (
     profile_settings,
 )
 from judge_service.client.retry import retry_after_s as parse_retry_after
-from judge_service.errors import JudgeBackendError, JudgeTimeoutError
+from judge_service.errors import CannotSleepError, JudgeBackendError, JudgeTimeoutError
 from judge_service.redaction import protect_logs, redact, remember
 
 if TYPE_CHECKING:
@@ -55,6 +55,7 @@ logger = logging.getLogger(__name__)
 _ERROR_TEXT_MAX = 300
 _MODELS_LISTED_MAX = 20
 HEALTH_TIMEOUT_S = 5.0  # a health check answers within this or counts as unavailable
+SLEEP_TIMEOUT_S = 300.0  # offloading or reloading weights takes a while on a large model
 
 
 class _Retryable(Exception):
@@ -140,6 +141,7 @@ class OpenAIHTTPBackend:
         # vLLM serves /tokenize at the server root, not under /v1.
         root = self._base_url[:-3] if self._base_url.endswith("/v1") else self._base_url
         self._tokenize_url = root + "/tokenize"
+        self._root = root
         self._model = model
         self._api_key = api_key or None
         self._timeout_s = timeout_s
@@ -222,6 +224,38 @@ class OpenAIHTTPBackend:
                 ok=False, error=f"{self._display_base}/models answered {response.status_code}"
             )
         return BackendHealth(ok=True)
+
+    # --- sleep and wake (backends/lifecycle.py), through vLLM's server routes
+
+    def why_no_sleep(self) -> str | None:
+        return None if self._client is not None else "the endpoint client is not started"
+
+    async def sleep(self, level: int) -> int | None:
+        """POST /sleep?level=N at the server root: vLLM serves it with VLLM_SERVER_DEV_MODE=1 and
+        --enable-sleep-mode; elsewhere (another server, a router) it is a 404, said as such."""
+        await self._sleep_route("sleep", {"level": level})
+        return None  # the server does not say what it freed
+
+    async def wake(self) -> None:
+        await self._sleep_route("wake_up", {})
+
+    async def _sleep_route(self, route: str, params: dict[str, int]) -> None:
+        client = self._client
+        if client is None:
+            raise CannotSleepError("the endpoint client is not started")
+        url = f"{self._root}/{route}"
+        try:
+            response = await client.post(url, params=params, timeout=max(self._timeout_s, SLEEP_TIMEOUT_S))
+        except httpx.HTTPError as exc:
+            raise JudgeBackendError(f"{self._display_base}: /{route}: {type(exc).__name__}: {exc}") from exc
+        if response.status_code in (404, 405):
+            raise CannotSleepError(
+                f"the endpoint has no /{route} route ({response.status_code}): start vLLM with "
+                "VLLM_SERVER_DEV_MODE=1 and --enable-sleep-mode, and point JUDGE_OPENAI_BASE_URL at it, "
+                "not at a router"
+            )
+        if response.status_code != 200:
+            raise JudgeBackendError(f"{self._display_base}: /{route} answered {response.status_code}")
 
     # --- lifecycle
 

@@ -61,12 +61,34 @@ class EngineOptions:
     seed: int = 0
     thinking: ProfileSettings = field(default_factory=ProfileSettings)
     chat_template: Path | None = None  # replaces the model's own
+    sleep_mode: bool = False  # vLLM's enable_sleep_mode: the engine can sleep (backends/lifecycle.py)
+
+
+def _why_no_sleep_mode() -> str | None:
+    """Why this machine's vLLM has no sleep mode, or None when it has one."""
+    from vllm.platforms import current_platform
+
+    if current_platform.is_sleep_mode_available():
+        return None
+    return (
+        f"vLLM's {type(current_platform).__name__} has no sleep mode (is_sleep_mode_available() is "
+        "False; vLLM's CPU build never has one)"
+    )
 
 
 def _on_cpu() -> bool:
     from vllm.platforms import current_platform
 
     return bool(current_platform.is_cpu())
+
+
+def _device_free_bytes() -> int | None:
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    free, _ = torch.cuda.mem_get_info()
+    return int(free)
 
 
 def _kv_cache_bytes(gib: float | None, cpu: bool) -> int | None:
@@ -155,6 +177,29 @@ class VLLMEngineBackend:
             )
         return BackendHealth(ok=True)
 
+    def why_no_sleep(self) -> str | None:
+        platform = _why_no_sleep_mode()
+        if platform is not None:
+            return platform
+        if not self._options.sleep_mode:
+            return "the engine was started without sleep mode: start the service with JUDGE_SLEEP_MODE=1"
+        if self._engine is None:
+            return "the vLLM engine is not running"
+        return None
+
+    async def sleep(self, level: int) -> int | None:
+        """vLLM's sleep at `level` (1: weights offloaded to CPU memory, KV cache dropped; 2: both
+        dropped), the prefix cache emptied first; the device memory freed, from CUDA's own count."""
+        before = _device_free_bytes()
+        await self._engine.reset_prefix_cache()
+        await self._engine.sleep(level)
+        after = _device_free_bytes()
+        return None if before is None or after is None else after - before
+
+    async def wake(self) -> None:
+        await self._engine.wake_up()
+        await self._engine.reset_prefix_cache()  # nothing cached before the sleep is trusted after it
+
     async def start(self) -> None:
         # Both steps block for tens of seconds; threads keep /healthz answering meanwhile.
         model = self._options.model
@@ -241,6 +286,7 @@ class VLLMEngineBackend:
             enable_prefix_caching=opts.enable_prefix_caching,
             max_num_seqs=opts.max_num_seqs,
             seed=opts.seed,
+            enable_sleep_mode=opts.sleep_mode and _why_no_sleep_mode() is None,
             disable_log_stats=True,
             # Whitespace between JSON tokens is pure cost: it can be a third of a small model's reply.
             structured_outputs_config=StructuredOutputsConfig(

@@ -48,6 +48,25 @@ class BackendSettings(BaseSettings):
     enforce_eager: bool | None = Field(default=None, description="None: eager on CPU, compiled on GPU.")
     enable_prefix_caching: bool = Field(default=True, description="Reuse the rubric prefix across groups.")
     max_num_seqs: int = Field(default=64, ge=1, description="Engine batch size cap (sequences).")
+    sleep_mode: bool = Field(
+        default=False,
+        description="Build the in-process engine with vLLM's sleep mode (enable_sleep_mode), so that POST "
+        "/v1/engine/sleep can free its GPU memory for a trainer sharing the GPUs (GPU builds only).",
+    )
+    sleep_hold_s: float = Field(
+        default=30.0,
+        ge=0,
+        le=3600,
+        description="How long a group that arrives while the engine sleeps waits for it to wake before a 503 "
+        "engine_asleep (with Retry-After).",
+    )
+    sleep_drain_timeout_s: float = Field(
+        default=120.0,
+        gt=0,
+        le=3600,
+        description="How long a draining sleep waits for the groups in flight; longer, the sleep is refused "
+        "(409) and the engine stays awake.",
+    )
     fake_latency_s: float = Field(
         default=0.0, ge=0, le=600, description="backend=fake: seconds each judge call takes (load tests)."
     )

@@ -44,6 +44,7 @@ from judge_service.schemas.comparison import (
     ComparisonTally,
     PairwiseScore,
 )
+from judge_service.schemas.engine import EngineStatusView, SleepRequest
 from judge_service.schemas.errors import ErrorBody, ErrorResponse
 from judge_service.schemas.graders import GraderInfo, GraderKind, GraderList, GraderTerm
 from judge_service.schemas.judge import (
@@ -223,6 +224,7 @@ __all__ = [
     "CriterionKind",
     "CriterionMark",
     "Decoding",
+    "EngineStatusView",
     "ErrorBody",
     "ErrorResponse",
     "ExplainedReasons",
@@ -274,6 +276,7 @@ __all__ = [
     "Score",
     "ScoreFrom",
     "ScoredBy",
+    "SleepRequest",
     "StepAttribution",
     "StepAudit",
     "StepFigures",

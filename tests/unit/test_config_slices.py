@@ -103,6 +103,9 @@ NAMES = [
     "served_model_name",
     "session_secret",
     "shuffle_answers",
+    "sleep_drain_timeout_s",
+    "sleep_hold_s",
+    "sleep_mode",
     "store_thinking",
     "store_thinking_chars",
     "temperature",
@@ -124,7 +127,7 @@ NAMES = [
 
 def test_the_setting_names_are_pinned() -> None:
     assert sorted(Settings.model_fields) == NAMES
-    assert len(NAMES) == 104  # 98 when the slices were cut, then the two trajectory cuts and the four of the audit
+    assert len(NAMES) == 107  # 98 at the cut; then trajectories 2, the audit 4, sleep 3
 
 
 def test_each_setting_belongs_to_one_slice() -> None:

@@ -17,9 +17,21 @@ from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
+from typing import Protocol
 
 from judge_service.errors import OverloadedError
 from judge_service.metrics import JudgeMetrics
+
+
+class Gate(Protocol):
+    """What the admission asks before a slot: whether the engine is awake, and to wait until it is
+    (backends/lifecycle.py)."""
+
+    @property
+    def awake(self) -> bool: ...
+
+    async def wait_awake(self) -> None: ...
+
 
 # The name of the API key a group is judged for; set by the HTTP layer around a request.
 ADMISSION_KEY: ContextVar[str] = ContextVar("admission_key", default="")
@@ -27,7 +39,8 @@ ADMISSION_KEY: ContextVar[str] = ContextVar("admission_key", default="")
 
 class GroupAdmission:
     def __init__(self, max_in_flight: int, max_queued: int, metrics: JudgeMetrics) -> None:
-        self._free = max_in_flight
+        self._free = self._max_in_flight = max_in_flight
+        self._gate: Gate | None = None
         self._max_queued = max_queued
         self._waiting = 0
         self._queues: dict[str, deque[asyncio.Future[None]]] = {}
@@ -39,12 +52,28 @@ class GroupAdmission:
         """Every slot is taken: a group arriving now would wait (the audit judge waits instead)."""
         return self._free == 0
 
+    @property
+    def busy_slots(self) -> int:
+        """Groups holding a slot now (a draining sleep waits for none to be left)."""
+        return self._max_in_flight - self._free
+
+    def set_gate(self, gate: Gate) -> None:
+        """Groups wait at `gate` before taking a slot while it is not open (the engine asleep)."""
+        self._gate = gate
+
     @asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:
-        if self._free > 0:  # a free slot means nobody is waiting: freed slots go to waiters first
-            self._free -= 1
-        else:
-            await self._wait(ADMISSION_KEY.get())
+        gate = self._gate
+        while True:
+            if gate is not None and not gate.awake:
+                await gate.wait_awake()  # held while the engine sleeps; a 503 past the hold
+            if self._free > 0:  # a free slot means nobody is waiting: freed slots go to waiters first
+                self._free -= 1
+            else:
+                await self._wait(ADMISSION_KEY.get())
+            if gate is None or gate.awake:
+                break
+            self._release()  # the engine began to sleep while this group waited: back to the gate
         self._metrics.in_flight.inc()
         try:
             yield

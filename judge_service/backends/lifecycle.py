@@ -1,0 +1,202 @@
+"""The judge engine's sleep and wake, on a trainer's word: POST /v1/engine/sleep, /wake; GET /v1/engine.
+
+A trainer sharing its GPUs with the judge puts it to sleep around the optimizer step and wakes it before
+rollouts are judged. States: awake -> draining -> asleep -> waking -> awake, or failed when the engine
+could not sleep or wake (it then serves nothing until woken again).
+
+Nothing hangs and nothing is lost:
+* Groups in flight when a sleep arrives complete before the engine sleeps (`drain`: the sleep waits
+  for the admission's slots to empty, at most JUDGE_SLEEP_DRAIN_TIMEOUT_S, else it is refused with a
+  409 and the engine stays awake).
+* A group that arrives while the engine is not awake waits at the admission's gate for it to wake, at
+  most JUDGE_SLEEP_HOLD_S, then gets a 503 engine_asleep with Retry-After, which the client and every
+  adapter retry; with `drain: false` it gets that 503 at once. A group that holds a slot is never
+  held: its retries and further orders go on.
+* An engine that cannot sleep (vLLM's CPU build, sleep mode not enabled, an endpoint without vLLM's
+  sleep routes) answers 409 cannot_sleep saying why, and keeps serving.
+
+The engine's own work is the backend's (`Sleeper`): the in-process vLLM engine uses vLLM's sleep mode
+(level 1 offloads the weights to CPU memory and drops the KV cache, level 2 drops both), an endpoint is
+slept through vLLM's server routes, the fake judge pretends with a latency.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Literal, Protocol, runtime_checkable
+
+from judge_service.errors import CannotSleepError, ConflictError, EngineAsleepError
+from judge_service.metrics import JudgeMetrics
+
+EngineState = Literal["awake", "draining", "asleep", "waking", "failed"]
+ENGINE_STATES: tuple[EngineState, ...] = ("awake", "draining", "asleep", "waking", "failed")
+DRAIN_POLL_S = 0.01
+
+
+@runtime_checkable
+class Sleeper(Protocol):
+    """A backend whose engine can sleep: what it says when it cannot, and the work itself."""
+
+    def why_no_sleep(self) -> str | None:
+        """Why this engine cannot sleep, or None when it can (as far as can be told before trying)."""
+        ...
+
+    async def sleep(self, level: int) -> int | None:
+        """Sleep at vLLM's `level` (1 or 2); the device memory freed in bytes, when known. Raises
+        CannotSleepError when the engine refuses."""
+        ...
+
+    async def wake(self) -> None:
+        """Wake fully (weights and KV cache back, the prefix cache empty)."""
+        ...
+
+
+@dataclass(frozen=True)
+class EngineStatus:
+    state: EngineState
+    since: datetime
+    level: int | None  # the sleep level while draining, asleep or waking
+    freed_bytes: int | None  # what the last sleep freed, when the backend knows
+    can_sleep: bool
+    why_not: str | None
+    error: str | None  # why the engine is `failed`
+
+
+class EngineLifecycle:
+    def __init__(
+        self,
+        backend: object,
+        metrics: JudgeMetrics,
+        *,
+        busy_slots: Callable[[], int],
+        hold_s: float,
+        drain_timeout_s: float,
+    ) -> None:
+        self._sleeper = backend if isinstance(backend, Sleeper) else None
+        self._metrics = metrics
+        self._busy_slots = busy_slots
+        self._hold_s = hold_s
+        self._drain_timeout_s = drain_timeout_s
+        self._state: EngineState = "awake"
+        self._since = datetime.now(UTC)
+        self._since_monotonic = time.monotonic()
+        self._level: int | None = None
+        self._freed: int | None = None
+        self._error: str | None = None
+        self._hold_new = True  # False: a group arriving while not awake is refused at once
+        self._awake = asyncio.Event()
+        self._awake.set()
+        self._changing = asyncio.Lock()  # one sleep or wake at a time
+        self._show("awake")
+
+    @property
+    def awake(self) -> bool:
+        return self._state == "awake"
+
+    @property
+    def state(self) -> EngineState:
+        return self._state
+
+    def status(self) -> EngineStatus:
+        why = self.why_no_sleep()
+        return EngineStatus(self._state, self._since, self._level, self._freed, why is None, why, self._error)
+
+    def why_no_sleep(self) -> str | None:
+        if self._sleeper is None:
+            return "this judge backend cannot sleep"
+        return self._sleeper.why_no_sleep()
+
+    async def wait_awake(self) -> None:
+        """Return once the engine is awake; a 503 engine_asleep after JUDGE_SLEEP_HOLD_S (at once when
+        the sleep refused new work). The admission's gate: called before a group takes a slot."""
+        if self._state == "awake":
+            return
+        if not self._hold_new or self._hold_s <= 0:
+            self._metrics.engine_requests.labels(outcome="refused").inc()
+            raise self._asleep_error()
+        self._metrics.engine_requests.labels(outcome="held").inc()
+        try:
+            await asyncio.wait_for(self._awake.wait(), self._hold_s)
+        except TimeoutError:
+            self._metrics.engine_requests.labels(outcome="refused").inc()
+            raise self._asleep_error() from None
+
+    async def sleep(self, level: int, *, drain: bool = True) -> EngineStatus:
+        why = self.why_no_sleep()
+        if why is not None or self._sleeper is None:
+            raise CannotSleepError(f"the judge's engine cannot sleep: {why}; it keeps serving")
+        async with self._changing:
+            if self._state != "awake":
+                raise ConflictError(f"the engine is {self._state}, not awake: wake it first")
+            self._hold_new = drain
+            self._level = level
+            self._enter("draining")
+            deadline = time.monotonic() + self._drain_timeout_s
+            while self._busy_slots() > 0:  # groups in flight finish first
+                if time.monotonic() > deadline:
+                    self._enter("awake")
+                    raise ConflictError(
+                        f"groups were still in flight after {self._drain_timeout_s:g} s "
+                        "(JUDGE_SLEEP_DRAIN_TIMEOUT_S): the engine stays awake; ask again"
+                    )
+                await asyncio.sleep(DRAIN_POLL_S)
+            try:
+                self._freed = await self._sleeper.sleep(level)
+            except CannotSleepError:
+                self._enter("awake")  # it refused and kept its memory: serve on
+                raise
+            except Exception as exc:
+                self._fail(f"the engine failed to sleep: {exc}")
+                raise
+            self._enter("asleep")
+            return self.status()
+
+    async def wake(self) -> EngineStatus:
+        async with self._changing:
+            if self._state == "awake":
+                return self.status()
+            if self._sleeper is None:  # cannot happen: nothing put it to sleep
+                raise CannotSleepError("this judge backend cannot sleep")
+            self._enter("waking")
+            started = time.monotonic()
+            try:
+                await self._sleeper.wake()
+            except Exception as exc:
+                self._fail(f"the engine failed to wake: {exc}")
+                raise
+            self._metrics.engine_wake_seconds.observe(time.monotonic() - started)
+            self._level = None
+            self._enter("awake")
+            return self.status()
+
+    def _enter(self, state: EngineState) -> None:
+        now = time.monotonic()
+        if self._state == "asleep":
+            self._metrics.engine_asleep_seconds.inc(now - self._since_monotonic)
+        self._state, self._since, self._since_monotonic = state, datetime.now(UTC), now
+        if state == "awake":
+            self._error = None
+            self._hold_new = True
+            self._awake.set()
+        else:
+            self._awake.clear()
+        self._show(state)
+
+    def _fail(self, error: str) -> None:
+        self._enter("failed")
+        self._error = error
+
+    def _show(self, state: EngineState) -> None:
+        for name in ENGINE_STATES:
+            self._metrics.engine_state.labels(state=name).set(1 if name == state else 0)
+
+    def _asleep_error(self) -> EngineAsleepError:
+        return EngineAsleepError(
+            f"the judge's engine is {self._state} (put to sleep for a trainer sharing its GPUs); send the "
+            "request again when it is woken",
+            details={"engine": self._state},
+        )
