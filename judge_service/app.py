@@ -38,6 +38,7 @@ from judge_service.judging.jury.build import build_jury
 from judge_service.judging.llm.admission import GroupAdmission
 from judge_service.judging.llm.caller import JudgeCaller
 from judge_service.judging.llm.judge import LLMJudge
+from judge_service.judging.llm.wake_check import ProbeVerifier
 from judge_service.judging.registry import GraderRegistry
 from judge_service.judging.rft.grader import RftConfigGrader, parse_rft_graders
 from judge_service.judging.rft.model import ModelGrading
@@ -82,12 +83,15 @@ def create_app(
         metrics.admission_limit.labels(limit="in_flight").set(settings.max_groups_in_flight)
         metrics.admission_limit.labels(limit="queued").set(settings.max_groups_queued)
         admission = GroupAdmission(settings.max_groups_in_flight, settings.max_groups_queued, metrics)
+        # The wake check judges its probe groups without a slot: the engine is closed to groups meanwhile.
+        probing = LLMJudge(caller, admission=None, metrics=metrics, readiness=readiness, name="wake-check")
         lifecycle = EngineLifecycle(
             judge_backend,
             metrics,
             busy_slots=lambda: admission.busy_slots,
             hold_s=settings.sleep_hold_s,
             drain_timeout_s=settings.sleep_drain_timeout_s,
+            verifier=ProbeVerifier(probing) if settings.wake_check else None,
         )
         admission.set_gate(lifecycle)  # groups wait for a sleeping engine before they take a slot
         app.state.lifecycle = lifecycle

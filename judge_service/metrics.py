@@ -310,6 +310,15 @@ class JudgeMetrics:
         )
         for outcome in ("held", "refused"):
             self.engine_requests.labels(outcome=outcome)
+        self.engine_wake_checks = Counter(
+            "judge_engine_wake_checks_total",
+            "Checks after a wake that the judge marks its probe groups as before: passed or failed (the "
+            "engine then stays out of service)",
+            ["outcome"],
+            registry=r,
+        )
+        for outcome in ("passed", "failed"):
+            self.engine_wake_checks.labels(outcome=outcome)
 
         # The audit judge (JUDGE_AUDIT, watch/auditor.py).
         self.audit_groups = Counter(

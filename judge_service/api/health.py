@@ -13,6 +13,7 @@ from judge_service.api.deps import MetricsDep
 from judge_service.api.middleware.auth import bearer_token
 from judge_service.api.middleware.keys import KeyRing, Scope
 from judge_service.api.paths import LIVENESS, METRICS, READINESS
+from judge_service.backends.lifecycle import VERIFY_FAILED
 from judge_service.backends.readiness import Readiness
 from judge_service.errors import StoreUnavailableError
 from judge_service.judging.jury.grader import JuryGrader
@@ -39,13 +40,14 @@ async def readyz(response: Response, request: Request) -> dict[str, Any]:
     if request.app.state.drain.draining:
         response.status_code = 503
         return {"status": "draining", "backend": readiness.backend}
-    engine = request.app.state.lifecycle.state
+    lifecycle = request.app.state.lifecycle
+    engine = lifecycle.state
     if engine != "awake":  # asleep for a trainer: a router sends the work elsewhere
         response.status_code = 503
-        return {
-            "status": "asleep" if engine == "asleep" else f"engine_{engine}",
-            "backend": readiness.backend,
-        }
+        status = "asleep" if engine == "asleep" else f"engine_{engine}"
+        if engine == "failed" and (lifecycle.status().error or "").startswith(VERIFY_FAILED):
+            status = VERIFY_FAILED  # woken, but it marks its probe groups otherwise than before
+        return {"status": status, "backend": readiness.backend}
     if not readiness.ready:
         response.status_code = 503
     body: dict[str, Any] = {"status": readiness.state, "backend": readiness.backend}

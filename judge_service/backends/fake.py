@@ -58,6 +58,7 @@ _MARK_ANSWER = re.compile(r"\[fake judge: mark ([1-5])\]")
 # "[fake judge <model>: mark N]" asks only the fake judge serving <model> for mark N (before MARK_ANSWER):
 # how tests script the judges of a jury to disagree.
 MARK_BY_MODEL = "[fake judge {}: mark {}]"
+_CORRUPT_MARK = re.compile(r'"mark"\s*:\s*[1-5]')
 # A comparison (judging/llm/compare.py) showing an answer that holds this text gets no verdict, on every
 # attempt: how tests reach a failed comparison. Other comparisons follow the answers' asked-for marks.
 REFUSE_COMPARISONS = "[fake judge: refuse comparisons]"
@@ -81,7 +82,11 @@ class FakeBackend:
         record: bool = True,
         thinking: ThinkingProfile = NO_THINKING,
         sleep_latency_s: float = 0.0,
+        corrupt_wake: bool = False,
     ) -> None:
+        # A wake that brings the engine back wrong: afterwards every mark is 1 (a wake check must see it).
+        self.corrupt_wake = corrupt_wake
+        self._corrupted = False
         self._script = deque(script) if script is not None else None
         self._sleep_latency_s = sleep_latency_s  # each sleep and each wake takes this long
         self.asleep = False
@@ -136,6 +141,7 @@ class FakeBackend:
     async def wake(self) -> None:
         await asyncio.sleep(self._sleep_latency_s)
         self.asleep = False
+        self._corrupted = self.corrupt_wake
 
     async def generate(self, request: GenerationRequest) -> Generation:
         if self.asleep:
@@ -155,6 +161,8 @@ class FakeBackend:
             text = step
         else:
             text = self.unscripted_reply(request)
+            if self._corrupted:
+                text = _CORRUPT_MARK.sub('"mark":1', text)
         prompt_tokens = await self.count_prompt_tokens(request.messages) or 0
         logprobs = fake_logprobs(text) if request.top_logprobs and self._script is None else None
         reply = Generation(

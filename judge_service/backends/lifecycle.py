@@ -32,8 +32,9 @@ from typing import Literal, Protocol, runtime_checkable
 from judge_service.errors import CannotSleepError, ConflictError, EngineAsleepError
 from judge_service.metrics import JudgeMetrics
 
-EngineState = Literal["awake", "draining", "asleep", "waking", "failed"]
-ENGINE_STATES: tuple[EngineState, ...] = ("awake", "draining", "asleep", "waking", "failed")
+EngineState = Literal["awake", "draining", "asleep", "waking", "verifying", "failed"]
+ENGINE_STATES: tuple[EngineState, ...] = ("awake", "draining", "asleep", "waking", "verifying", "failed")
+VERIFY_FAILED = "verify_failed"
 DRAIN_POLL_S = 0.01
 
 
@@ -55,6 +56,18 @@ class Sleeper(Protocol):
         ...
 
 
+class WakeVerifier(Protocol):
+    """Whether the judge still judges as before its sleep (judging/llm/wake_check.py)."""
+
+    async def baseline(self) -> None:
+        """Judge the probes now, unless done before: called before each sleep, while awake."""
+        ...
+
+    async def verify(self) -> tuple[bool, str]:
+        """Judge the probes again and compare: (passed, what moved or "marks as before")."""
+        ...
+
+
 @dataclass(frozen=True)
 class EngineStatus:
     state: EngineState
@@ -64,6 +77,7 @@ class EngineStatus:
     can_sleep: bool
     why_not: str | None
     error: str | None  # why the engine is `failed`
+    last_check: str | None  # the last wake check's verdict, None before the first wake
 
 
 class EngineLifecycle:
@@ -75,7 +89,10 @@ class EngineLifecycle:
         busy_slots: Callable[[], int],
         hold_s: float,
         drain_timeout_s: float,
+        verifier: WakeVerifier | None = None,
     ) -> None:
+        self._verifier = verifier
+        self._last_check: str | None = None
         self._sleeper = backend if isinstance(backend, Sleeper) else None
         self._metrics = metrics
         self._busy_slots = busy_slots
@@ -103,7 +120,16 @@ class EngineLifecycle:
 
     def status(self) -> EngineStatus:
         why = self.why_no_sleep()
-        return EngineStatus(self._state, self._since, self._level, self._freed, why is None, why, self._error)
+        return EngineStatus(
+            self._state,
+            self._since,
+            self._level,
+            self._freed,
+            why is None,
+            why,
+            self._error,
+            self._last_check,
+        )
 
     def why_no_sleep(self) -> str | None:
         if self._sleeper is None:
@@ -132,6 +158,14 @@ class EngineLifecycle:
         async with self._changing:
             if self._state != "awake":
                 raise ConflictError(f"the engine is {self._state}, not awake: wake it first")
+            if self._verifier is not None:
+                try:
+                    await self._verifier.baseline()  # what the judge gives before its first sleep
+                except Exception as exc:
+                    raise ConflictError(
+                        f"the wake check could not judge its probe groups ({exc}); the engine stays awake. "
+                        "JUDGE_WAKE_CHECK=0 lets it sleep without the check"
+                    ) from exc
             self._hold_new = drain
             self._level = level
             self._enter("draining")
@@ -169,6 +203,17 @@ class EngineLifecycle:
                 self._fail(f"the engine failed to wake: {exc}")
                 raise
             self._metrics.engine_wake_seconds.observe(time.monotonic() - started)
+            if self._verifier is not None:
+                self._enter("verifying")
+                try:
+                    passed, detail = await self._verifier.verify()
+                except Exception as exc:
+                    passed, detail = False, f"the probe groups could not be judged: {exc}"
+                self._last_check = detail
+                self._metrics.engine_wake_checks.labels(outcome="passed" if passed else "failed").inc()
+                if not passed:  # out of service: no group reaches a judge that judges otherwise now
+                    self._fail(f"{VERIFY_FAILED}: {detail}")
+                    return self.status()
             self._level = None
             self._enter("awake")
             return self.status()

@@ -67,6 +67,12 @@ class BackendSettings(BaseSettings):
         description="How long a draining sleep waits for the groups in flight; longer, the sleep is refused "
         "(409) and the engine stays awake.",
     )
+    wake_check: bool = Field(
+        default=True,
+        description="After each wake, judge a few probe groups again and compare them with the marks from "
+        "before the first sleep; a judge that marks them otherwise stays out of service (/readyz "
+        "verify_failed) until woken again (judging/llm/wake_check.py).",
+    )
     fake_latency_s: float = Field(
         default=0.0, ge=0, le=600, description="backend=fake: seconds each judge call takes (load tests)."
     )

@@ -24,7 +24,7 @@ class SleepRequest(StrictModel):
 
 
 class EngineStatusView(ResponseModel):
-    state: Literal["awake", "draining", "asleep", "waking", "failed"]
+    state: Literal["awake", "draining", "asleep", "waking", "verifying", "failed"]
     since: datetime = Field(description="When the engine entered this state.")
     level: int | None = Field(description="The sleep level, while draining, asleep or waking.")
     freed_bytes: int | None = Field(
@@ -33,4 +33,11 @@ class EngineStatusView(ResponseModel):
     )
     can_sleep: bool
     why_not: str | None = Field(description="Why the engine cannot sleep; null when it can.")
-    error: str | None = Field(description="Why the engine is failed (a sleep or wake that failed).")
+    error: str | None = Field(
+        description="Why the engine is failed: a sleep or wake that failed, or `verify_failed: ...`, a wake "
+        "after which the judge marked its probe groups otherwise than before its sleep."
+    )
+    last_check: str | None = Field(
+        description="The last wake check: 'marks as before', or what moved; null before the first wake or "
+        "with JUDGE_WAKE_CHECK=0."
+    )

@@ -108,7 +108,7 @@ async def test_a_sleep_without_drain_refuses_new_groups_at_once(tmp_path: Path) 
 
 async def test_a_sleep_that_cannot_drain_in_time_is_refused_and_the_engine_serves_on(tmp_path: Path) -> None:
     backend = FakeBackend(latency_s=1.5, record=False)
-    async with Running(tmp_path, backend, sleep_drain_timeout_s=0.3) as client:
+    async with Running(tmp_path, backend, sleep_drain_timeout_s=0.3, wake_check=False) as client:
         flying = asyncio.create_task(client.post("/v1/judge", json=group(2)))
         await asyncio.sleep(0.1)
         refused = await client.post("/v1/engine/sleep", json={"level": 1})
@@ -193,3 +193,39 @@ async def test_sleep_and_wake_take_the_admin_scope(tmp_path: Path, level: int) -
 
 def _sha(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
+
+
+async def test_a_wake_that_brings_the_judge_back_wrong_keeps_it_out_of_service(tmp_path: Path) -> None:
+    backend = FakeBackend(record=False, corrupt_wake=True)
+    async with Running(tmp_path, backend, sleep_hold_s=0.5) as client:
+        before = await client.post("/v1/judge", json=group(3))
+        assert (await client.post("/v1/engine/sleep", json={"level": 2})).status_code == 200
+        woken = (await client.post("/v1/engine/wake")).json()
+        assert woken["state"] == "failed" and woken["error"].startswith("verify_failed: ")
+        assert "mark" in woken["last_check"]
+        ready = await client.get("/readyz")
+        assert ready.status_code == 503 and ready.json()["status"] == "verify_failed"
+        # No group reaches the judge now, so none is judged and stored by it.
+        refused = await client.post("/v1/judge", json=group(3))
+        assert refused.status_code == 503 and refused.json()["error"]["code"] == "engine_asleep"
+        listed = (await client.get("/v1/judgements/" + before.json()["judgement_id"])).status_code
+        assert listed == 200
+        metrics = (await client.get("/metrics")).text
+        assert 'judge_engine_wake_checks_total{outcome="failed"} 1.0' in metrics
+        # Woken again, right this time: checked and back in service.
+        backend.corrupt_wake = False
+        again = (await client.post("/v1/engine/wake")).json()
+        assert again["state"] == "awake" and again["last_check"] == "marks as before"
+        assert (await client.post("/v1/judge", json=group(3))).status_code == 200
+
+
+async def test_a_sound_wake_passes_its_check_and_the_check_can_be_turned_off(tmp_path: Path) -> None:
+    async with Running(tmp_path, FakeBackend(record=False)) as client:
+        assert (await client.post("/v1/engine/sleep", json={"level": 1})).status_code == 200
+        woken = (await client.post("/v1/engine/wake")).json()
+        assert woken["state"] == "awake" and woken["last_check"] == "marks as before"
+    backend = FakeBackend(record=False, corrupt_wake=True)
+    async with Running(tmp_path / "off", backend, wake_check=False) as client:
+        assert (await client.post("/v1/engine/sleep", json={"level": 1})).status_code == 200
+        woken = (await client.post("/v1/engine/wake")).json()
+        assert woken["state"] == "awake" and woken["last_check"] is None  # nobody looked

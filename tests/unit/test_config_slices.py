@@ -121,13 +121,14 @@ NAMES = [
     "thinking_template_kwarg",
     "trajectory_max_chars",
     "trajectory_result_chars",
+    "wake_check",
     "workers",
 ]
 
 
 def test_the_setting_names_are_pinned() -> None:
     assert sorted(Settings.model_fields) == NAMES
-    assert len(NAMES) == 107  # 98 at the cut; then trajectories 2, the audit 4, sleep 3
+    assert len(NAMES) == 108  # 98 at the cut; then trajectories 2, the audit 4, sleep and wake 4
 
 
 def test_each_setting_belongs_to_one_slice() -> None:
