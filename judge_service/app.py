@@ -52,6 +52,7 @@ from judge_service.store.base import JudgementStore
 from judge_service.store.factory import build_store
 from judge_service.ui import pages, signin
 from judge_service.watch.audit_judge import build_audit_judge
+from judge_service.watch.audit_summaries import AuditSummaries
 from judge_service.watch.auditor import Auditor
 from judge_service.watch.canaries import CanaryPolicy
 
@@ -139,6 +140,7 @@ def create_app(
             await python_pool.close()
             await rft_runner.close()
             raise
+        summaries = AuditSummaries(judgement_store)  # the runs' audit figures, read once for many asks
         auditor = (
             None
             if audit is None
@@ -150,6 +152,7 @@ def create_app(
                 backlog=settings.audit_backlog,
                 concurrency=settings.audit_concurrency,
                 busy=lambda: admission.saturated,
+                on_stored=summaries.changed,
             )
         )
         app.state.auditor = auditor
@@ -160,6 +163,7 @@ def create_app(
             idempotency_lease_s=settings.idempotency_lease_s,
             canaries=CanaryPolicy(settings.canary_rate, settings.resolved_canary_kinds()),
             auditor=auditor,
+            audit_summaries=summaries,
         )
         app.state.service = service
         assembly = build_assembly(

@@ -48,9 +48,10 @@ class WatchSettings(BaseSettings):
     audit_backlog: int = Field(
         default=64,
         ge=1,
-        le=10_000,
-        description="Groups waiting for the audit judge; a group drawn while it is full is dropped from the "
-        'audit and counted (judge_audit_groups_total{outcome="dropped"}), never queued without end.',
+        le=1_000,
+        description="Groups waiting for the audit judge, each holding its request (up to "
+        "JUDGE_MAX_REQUEST_BYTES); a group drawn while it is full is dropped from the audit and counted "
+        '(judge_audit_groups_total{outcome="dropped"}), never queued without end.',
     )
     audit_concurrency: int = Field(
         default=1,

@@ -45,9 +45,8 @@ from judge_service.schemas import (
 from judge_service.service.idempotency import GradeFn, IdempotencyGuard, ScopedKey
 from judge_service.service.regrade import regraded_request
 from judge_service.service.rubrics import RubricService
-from judge_service.store.audits import MAX_AUDITS_READ
 from judge_service.store.base import IdempotencyKey, JudgementStore, KeyedJudgement
-from judge_service.watch.audit import audit_summary
+from judge_service.watch.audit_summaries import AuditSummaries
 from judge_service.watch.auditor import Auditor
 from judge_service.watch.canaries import Canary, CanaryPolicy, without_canary
 from judge_service.watch.canaries import result as canary_result
@@ -66,9 +65,11 @@ class JudgeService:
         idempotency_lease_s: float = 30.0,
         canaries: CanaryPolicy | None = None,
         auditor: Auditor | None = None,
+        audit_summaries: AuditSummaries | None = None,
     ) -> None:
         self._graders = graders
         self._auditor = auditor
+        self._audit_summaries = audit_summaries or AuditSummaries(store)
         self._canaries = canaries or CanaryPolicy()
         self._store = store
         self._metrics = metrics
@@ -300,11 +301,10 @@ class JudgeService:
         steps = await self._store.run_steps(
             run_id, after=after, until=until, fingerprint=fingerprint, limit=limit
         )
-        audited = await self._store.run_divergence(run_id, limit=MAX_AUDITS_READ)
-        if not audited:
+        summary = await self._audit_summaries.of(run_id)
+        if summary is None:
             return steps
-        # Up to 20,000 groups through the onset detector: off the event loop.
-        by_step, audit = await asyncio.to_thread(audit_summary, audited, limit=MAX_AUDITS_READ)
+        by_step, audit = summary
         return steps.model_copy(
             update={
                 "items": [s.model_copy(update={"audit": by_step.get(s.step)}) for s in steps.items],

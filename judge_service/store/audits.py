@@ -26,9 +26,14 @@ _COLUMNS = (
 
 
 def insert_sql(p: str) -> str:
-    """Store an audit unless its judgement has one (params: insert_row's values)."""
+    """Store an audit unless its judgement has one, or is gone: pruned while its audit waited, which
+    would leave a row that no prune finds (params: insert_row's values, then the judgement id again)."""
     marks = ", ".join([p] * (_COLUMNS.count(",") + 1))
-    return f"INSERT INTO audits ({_COLUMNS}) VALUES ({marks}) ON CONFLICT (judgement_id) DO NOTHING"
+    return (
+        f"INSERT INTO audits ({_COLUMNS}) SELECT {marks}"
+        f" WHERE EXISTS (SELECT 1 FROM judgements WHERE judgement_id = {p})"
+        " ON CONFLICT (judgement_id) DO NOTHING"
+    )
 
 
 def insert_row(record: AuditRecord) -> tuple[object, ...]:
@@ -44,6 +49,7 @@ def insert_row(record: AuditRecord) -> tuple[object, ...]:
         json.dumps(record.criterion_gaps),
         record.model_dump_json(),
         record.created_at.isoformat(),
+        record.judgement_id,
     )
 
 

@@ -5,6 +5,8 @@ here is audited when floor(k * rate + u) moves past floor((k - 1) * rate + u), w
 and step; a step of n groups then gets floor(n * rate) or one more audits, never the binomial spread a coin
 gives (64 groups at 5%: 3.2 on average, and 1 or 6 often). The order groups arrive in is the trainer's,
 which has nothing to do with how the judge marks them, so the sample is unbiased as a coin's would be.
+u comes from a secret drawn when the process starts, so no caller can tell which arrivals of a step
+are audited (and send cheap groups where the audit would take them).
 
 The figures (quality/divergence.py) are stored per audited group; a step's are the means over its groups,
 and the run's onset is the CUSUM (quality/onset.py) fed every audited group of the run in step order.
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 
@@ -27,10 +30,11 @@ STEPS_KEPT = 4096  # (run, step) counters the sampler keeps; the oldest go first
 class StepSampler:
     """Draws `rate` of each (run, step)'s groups (module docstring), counting the groups seen here."""
 
-    def __init__(self, rate: float) -> None:
+    def __init__(self, rate: float, *, secret: bytes | None = None) -> None:
         if not 0 < rate <= 1:
             raise ValueError(f"an audit rate is in (0, 1], not {rate}")
         self._rate = rate
+        self._secret = os.urandom(16) if secret is None else secret
         self._seen: OrderedDict[tuple[str, int], int] = OrderedDict()
 
     def draw(self, run_id: str, step: int) -> bool:
@@ -39,12 +43,12 @@ class StepSampler:
         self._seen[key] = k + 1
         if len(self._seen) > STEPS_KEPT:
             self._seen.popitem(last=False)
-        u = _offset(run_id, step)
+        u = _offset(self._secret, run_id, step)
         return math.floor((k + 1) * self._rate + u) > math.floor(k * self._rate + u)
 
 
-def _offset(run_id: str, step: int) -> float:
-    digest = hashlib.blake2b(f"{run_id}\0{step}".encode(), digest_size=8).digest()
+def _offset(secret: bytes, run_id: str, step: int) -> float:
+    digest = hashlib.blake2b(f"{run_id}\0{step}".encode(), digest_size=8, key=secret).digest()
     return int.from_bytes(digest, "big") / 2**64
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from pydantic import ValidationError
 
@@ -50,6 +51,11 @@ def parse_audit(setting: str, jury: str | None) -> JurorSpec:
                 'judges, or give the judge itself, e.g. {"name": "audit", "base_url": ..., "model": ...}'
             )
         return named[0]
+    if not text.startswith("{") and not Path(text).expanduser().is_file():
+        # Not quoted back: a malformed value may hold an api_key.
+        raise ValueError(
+            "JUDGE_AUDIT is neither a JSON object, a JUDGE_JURY judge's name nor a readable file"
+        )
     raw, source = json_setting(text, "JUDGE_AUDIT", "object")
     try:
         return JurorSpec.model_validate(raw)

@@ -11,8 +11,9 @@ metrics show.
 Each audited group's figures are stored (store/audits.py) and fed to this replica's onset detector for
 its run, seeded from the store the first time a run is seen here (after a restart, or a run another
 replica audited before); when the detector fires, judge_audit_divergence_onset_step{run_id} names the
-run and the step, which the JudgeAuditDivergence alert reads. The gauge is kept for the RUNS_WATCHED runs
-audited most recently here; GET /v1/runs/{id}/steps computes the onset from every stored audit instead.
+run and the step, which the JudgeAuditDivergence alert reads. Detectors are kept for the RUNS_WATCHED runs
+audited most recently here, and, apart, for RUNS_FIRED runs whose detector fired (their gauges stay
+whatever other runs come); GET /v1/runs/{id}/steps computes the onset from every stored audit instead.
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ from judge_service.watch.audit_judge import AuditJudge
 
 log = logging.getLogger(__name__)
 
-RUNS_WATCHED = 64  # runs whose onset detector this replica keeps (and whose gauge it exports)
+RUNS_WATCHED = 64  # runs whose onset detector this replica keeps while it has not fired
+RUNS_FIRED = 256  # runs whose detector fired, kept (with their gauge) apart from the others
 YIELD_S = 0.05  # how often a worker looks again while the training judge has no free slot
 
 
@@ -51,7 +53,9 @@ class Auditor:
         backlog: int,
         concurrency: int,
         busy: Callable[[], bool],
+        on_stored: Callable[[str], None] = lambda run_id: None,
     ) -> None:
+        self._on_stored = on_stored
         self._audit = audit
         self._store = store
         self._metrics = metrics
@@ -60,6 +64,9 @@ class Auditor:
         self._concurrency = concurrency
         self._busy = busy
         self._detectors: OrderedDict[str, DivergenceDetector] = OrderedDict()
+        # Fired runs are kept apart, so that other runs (a caller's many small ones) cannot push a run's
+        # alert out: its gauge goes only when RUNS_FIRED later runs have fired too.
+        self._fired: OrderedDict[str, DivergenceDetector] = OrderedDict()
         self._workers: list[asyncio.Task[None]] = []
 
     @property
@@ -71,6 +78,8 @@ class Auditor:
         run_id, step = judgement.run_id, judgement.step
         if run_id is None or step is None or judgement.regrade_of is not None or judgement.status == "failed":
             return  # no run step to chart, a regrade (not training), or nothing scored to compare
+        if judgement.judge_model is None:
+            return  # rule or code graders alone: no judge to audit (and a cheap way to fill the backlog)
         if not self._sampler.draw(run_id, step):
             return
         try:
@@ -140,12 +149,17 @@ class Auditor:
             best_differs=figures.best_differs,
         )
         await self._store.save_audit(record)
+        self._on_stored(record.run_id)
         self._metrics.audit_groups.labels(outcome="audited").inc()
         self._metrics.audit_seconds.observe(time.perf_counter() - started)
         await self._watch(record)
 
     async def _watch(self, record: AuditRecord) -> None:
-        """Feed the run's onset detector; seed it from the store (this record among them) at first sight."""
+        """Feed the run's onset detector; seed it from the store (this record among them) at first sight.
+        Fed as audits complete, which is step order but for audits completing out of turn: the gauge may
+        then name a step or two off what GET /v1/runs/{id}/steps (step order) names."""
+        if record.run_id in self._fired:
+            return  # found already: the gauge stands
         detector = self._detectors.pop(record.run_id, None)
         if detector is None:
             detector = DivergenceDetector()
@@ -153,15 +167,19 @@ class Auditor:
                 detector.add(stored.step, stored.gap, stored.rank_correlation)
         else:
             detector.add(record.step, record.gap, record.rank_correlation)
-        self._detectors[record.run_id] = detector
-        if len(self._detectors) > RUNS_WATCHED:
-            forgotten, _ = self._detectors.popitem(last=False)
-            with contextlib.suppress(KeyError):  # it had no onset: no gauge to take away
-                self._metrics.audit_divergence.remove(forgotten)
         onset = detector.onset
-        if onset.detected_at is not None:
-            began = onset.began_at if onset.began_at is not None else onset.detected_at
-            self._metrics.audit_divergence.labels(run_id=record.run_id).set(began)
+        if onset.detected_at is None:
+            self._detectors[record.run_id] = detector
+            if len(self._detectors) > RUNS_WATCHED:
+                self._detectors.popitem(last=False)  # not fired: no gauge to take away
+            return
+        self._fired[record.run_id] = detector
+        if len(self._fired) > RUNS_FIRED:
+            forgotten, _ = self._fired.popitem(last=False)
+            with contextlib.suppress(KeyError):
+                self._metrics.audit_divergence.remove(forgotten)
+        began = onset.began_at if onset.began_at is not None else onset.detected_at
+        self._metrics.audit_divergence.labels(run_id=record.run_id).set(began)
 
 
 def audit_request(request: JudgeRequest) -> JudgeRequest:

@@ -225,6 +225,10 @@ def test_the_audit_setting_says_what_to_fix(tmp_path: Path) -> None:
     with pytest.raises(ValueError) as raised, audited_client(tmp_path, secret):
         pass
     assert "oops" in str(raised.value) and "sk-hidden-1234" not in str(raised.value)
+    garbled = '"name": "audit", "api_key": "sk-hidden-5678"'  # not an object: neither quoted nor read
+    with pytest.raises(ValueError) as raised, audited_client(tmp_path, garbled):
+        pass
+    assert "neither" in str(raised.value) and "sk-hidden-5678" not in str(raised.value)
 
 
 def test_the_service_engine_can_audit_itself_with_another_template(tmp_path: Path) -> None:
@@ -257,3 +261,16 @@ def test_a_judgements_audit_is_served_and_an_unaudited_one_is_a_404_that_says_wh
         missing = client.get(f"/v1/judgements/{loose['judgement_id']}/audit")
         assert missing.status_code == 404 and "was not audited" in missing.json()["error"]["message"]
         assert client.get(f"/v1/judgements/{'f' * 32}/audit").status_code == 404
+
+
+def test_groups_no_judge_scored_are_not_audited(tmp_path: Path, engines: dict[str, FakeEngine]) -> None:
+    """Rule graders alone: no judge to audit, and no cheap way to fill the audit's backlog."""
+    with audited_client(tmp_path, auditor(engines["quick"]), audit_rate=1.0) as client:
+        wait_ready(client)
+        body = {**group(0, AGREE), "grader": "exact"}
+        assert client.post("/v1/judge", json=body).status_code == 200
+        judged(client, group(0, AGREE))
+        wait_for(lambda: metric(client, "judge_audit_groups_total", outcome="audited") == 1)
+        time.sleep(0.3)
+        assert metric(client, "judge_audit_groups_total", outcome="audited") == 1
+        assert steps(client)["audit"]["audited_groups"] == 1

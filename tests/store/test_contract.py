@@ -665,8 +665,16 @@ async def test_audits_are_kept_per_judgement_read_per_run_in_step_order_and_prun
 
 
 async def test_an_audits_figures_read_back_as_written(store: JudgementStore) -> None:
+    await store.save(make_judgement("flagged"))
     record = _audit("flagged", 4, 0.125).model_copy(update={"rank_correlation": -0.5, "best_differs": True})
     await store.save_audit(record)
     (figures,) = await store.run_divergence("run-a")
     assert (figures.rank_correlation, figures.best_differs) == (-0.5, True)
     assert type(figures.best_differs) is bool
+
+
+async def test_an_audit_of_a_judgement_pruned_meanwhile_is_not_kept(store: JudgementStore) -> None:
+    """Its audit waited in the backlog while retention deleted it: a row no prune would find again."""
+    await store.save_audit(_audit("pruned-meanwhile", 1, 0.0))
+    assert await store.audit_of("pruned-meanwhile") is None
+    assert await store.run_divergence("run-a") == []

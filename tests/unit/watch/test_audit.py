@@ -38,12 +38,20 @@ def test_steps_interleaved_across_runs_keep_their_own_counts() -> None:
 
 
 def test_steps_draw_different_groups_and_the_same_ones_again() -> None:
-    """The offset comes from the run and step: steps differ in which arrivals they audit, and a fresh
-    sampler (a restarted replica) draws the same ones."""
-    picks = [[i for i in range(20) if s.draw("run", step)] for s in (StepSampler(0.25),) for step in range(8)]
+    """The offset comes from the run, the step and the process's secret: steps differ in which arrivals
+    they audit, a sampler with the same secret draws the same ones, and a caller cannot know them."""
+    secret = b"0123456789abcdef"
+    sampler = StepSampler(0.25, secret=secret)
+    picks = [[i for i in range(20) if sampler.draw("run", step)] for step in range(8)]
     assert len({tuple(p) for p in picks}) > 1
-    again = StepSampler(0.25)
+    again = StepSampler(0.25, secret=secret)
     assert [[i for i in range(20) if again.draw("run", step)] for step in range(8)] == picks
+    # Another process draws another secret: which arrivals are audited cannot be told from outside.
+    others = [
+        [[i for i in range(20) if s.draw("run", step)] for step in range(8)]
+        for s in map(StepSampler, [0.25] * 5)
+    ]
+    assert any(other != picks for other in others)
 
 
 def test_the_sampler_forgets_old_steps_not_new_ones() -> None:
