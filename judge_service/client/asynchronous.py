@@ -18,6 +18,7 @@ from judge_service.schemas import (
     BatchItem,
     CalibrationReport,
     CalibrationRequest,
+    EngineStatusView,
     ExplainedReasons,
     FingerprintAgreement,
     JudgementPage,
@@ -183,6 +184,20 @@ class AsyncJudgeClient:
         """Delete judgements created before a time, up to max_judgements per call (POST /v1/prune; the
         key needs `admin`); call again while the report says `more`."""
         return await self._send(calls.prune(request))
+
+    async def engine(self) -> EngineStatusView:
+        """The judge engine's state (GET /v1/engine; the key needs `admin`)."""
+        return await self._send(calls.engine())
+
+    async def engine_sleep(self, level: int = 1, *, drain: bool = True) -> EngineStatusView:
+        """Put the judge's engine to sleep for a trainer sharing its GPUs (POST /v1/engine/sleep; the key
+        needs `admin`): groups in flight finish first; JudgeClientError 409 where it cannot sleep."""
+        return await self._send(calls.engine_sleep(level, drain))
+
+    async def engine_wake(self) -> EngineStatusView:
+        """Wake the judge's engine (POST /v1/engine/wake); its `state` is `failed` when the wake check found
+        the judge marking its probe groups otherwise than before the sleep."""
+        return await self._send(calls.engine_wake())
 
     async def agreement(self, request: AgreementRequest | Mapping[str, Any]) -> AgreementReport:
         return await self._send(calls.agreement(request))

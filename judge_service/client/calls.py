@@ -22,6 +22,7 @@ from judge_service.schemas import (
     BatchJudgeResponse,
     CalibrationReport,
     CalibrationRequest,
+    EngineStatusView,
     ErrorBody,
     ExplainedReasons,
     FingerprintAgreement,
@@ -227,6 +228,18 @@ def calibration(request: CalibrationRequest | Mapping[str, Any]) -> Call[Calibra
 
 def prune(request: PruneRequest | Mapping[str, Any]) -> Call[PruneReport]:
     return Call("POST", "/v1/prune", PruneReport.model_validate, _payload(request))
+
+
+def engine() -> Call[EngineStatusView]:
+    return Call("GET", "/v1/engine", EngineStatusView.model_validate)
+
+
+def engine_sleep(level: int, drain: bool) -> Call[EngineStatusView]:
+    return Call("POST", "/v1/engine/sleep", EngineStatusView.model_validate, {"level": level, "drain": drain})
+
+
+def engine_wake() -> Call[EngineStatusView]:
+    return Call("POST", "/v1/engine/wake", EngineStatusView.model_validate)
 
 
 def agreement(request: AgreementRequest | Mapping[str, Any]) -> Call[AgreementReport]:

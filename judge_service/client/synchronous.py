@@ -18,6 +18,7 @@ from judge_service.schemas import (
     BatchItem,
     CalibrationReport,
     CalibrationRequest,
+    EngineStatusView,
     ExplainedReasons,
     FingerprintAgreement,
     JudgementPage,
@@ -183,6 +184,20 @@ class JudgeClient:
         """Delete judgements created before a time, up to max_judgements per call (POST /v1/prune; the
         key needs `admin`); call again while the report says `more`."""
         return self._send(calls.prune(request))
+
+    def engine(self) -> EngineStatusView:
+        """The judge engine's state (GET /v1/engine; the key needs `admin`)."""
+        return self._send(calls.engine())
+
+    def engine_sleep(self, level: int = 1, *, drain: bool = True) -> EngineStatusView:
+        """Put the judge's engine to sleep for a trainer sharing its GPUs (POST /v1/engine/sleep; the key
+        needs `admin`): groups in flight finish first; JudgeClientError 409 where it cannot sleep."""
+        return self._send(calls.engine_sleep(level, drain))
+
+    def engine_wake(self) -> EngineStatusView:
+        """Wake the judge's engine (POST /v1/engine/wake); its `state` is `failed` when the wake check found
+        the judge marking its probe groups otherwise than before the sleep."""
+        return self._send(calls.engine_wake())
 
     def agreement(self, request: AgreementRequest | Mapping[str, Any]) -> AgreementReport:
         return self._send(calls.agreement(request))

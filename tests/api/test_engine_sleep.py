@@ -19,6 +19,7 @@ import pytest
 from judge_service.app import create_app
 from judge_service.backends.fake import FakeBackend
 from judge_service.backends.vllm_engine import EngineOptions, VLLMEngineBackend
+from judge_service.client import AsyncJudgeClient, JudgeClientError
 from judge_service.config import Settings
 from tests.service_process import group
 
@@ -229,3 +230,18 @@ async def test_a_sound_wake_passes_its_check_and_the_check_can_be_turned_off(tmp
         assert (await client.post("/v1/engine/sleep", json={"level": 1})).status_code == 200
         woken = (await client.post("/v1/engine/wake")).json()
         assert woken["state"] == "awake" and woken["last_check"] is None  # nobody looked
+
+
+async def test_the_client_sleeps_wakes_and_reads_the_engine(tmp_path: Path) -> None:
+    running = Running(tmp_path, FakeBackend(record=False))
+    async with running:
+        transport = httpx.ASGITransport(app=running.app)
+        async with AsyncJudgeClient("http://127.0.0.1:8000", transport=transport) as client:
+            assert (await client.engine()).state == "awake"
+            slept = await client.engine_sleep(2, drain=False)
+            assert slept.state == "asleep" and slept.level == 2
+            with pytest.raises(JudgeClientError) as twice:
+                await client.engine_sleep()
+            assert twice.value.status == 409
+            woken = await client.engine_wake()
+            assert woken.state == "awake" and woken.last_check == "marks as before"
