@@ -17,6 +17,9 @@ group's `item`, for graders written as code and RFT grader templates (docs/grade
 `request_options` adds further request fields to every group, e.g. `{"cascade": {"rule": "numbers",
 "judge": "ties"}}` or `{"jury": {"escalate": 1}}` (checked when the function is made).
 
+With `share_gpus=1` (or 2) the judge sleeps between steps' rewards, giving the trainer its GPU memory
+(gpu_sharing.py, docs/operations/sharing-gpus.md).
+
 With TRL's `log_metric` and `log_extra` (1.0 and later) the function reports `<name>/unscored_share` and
 `<name>/latency_s`, and each completion's marks and reasons as the `<name>_reason` column.
 """
@@ -29,6 +32,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
+from judge_service.adapters.gpu_sharing import sharing
 from judge_service.adapters.groups import (
     BatchResults,
     GroupOptions,
@@ -126,9 +130,13 @@ def judge_reward(
     api_key: str | None = None,
     timeout_s: float = 600.0,
     request_options: Mapping[str, Any] | None = None,
+    share_gpus: int | None = None,
 ) -> RewardFunc:
     """An async reward function for TRL's `reward_funcs` (module docstring). `num_generations` should be
-    GRPOConfig.num_generations: it lets the function tell a split group from two groups of one prompt."""
+    GRPOConfig.num_generations: it lets the function tell a split group from two groups of one prompt.
+    `share_gpus` (1 or 2): the judge is woken before each call's judging and put to sleep at that vLLM
+    level after it (gpu_sharing.py; the key needs `admin` too)."""
+    shared = sharing(share_gpus)
     scorer = _Scorer(
         url,
         api_key=api_key,
@@ -144,7 +152,16 @@ def judge_reward(
 
     async def reward(prompts: list[Any], completions: list[Any], **kwargs: Any) -> list[float | None]:
         started = time.perf_counter()
-        results = await judge_async(clients.get(), scorer.prepare(prompts, completions, kwargs))
+        client = clients.get()
+        batch = scorer.prepare(prompts, completions, kwargs)
+        if shared is None:
+            results = await judge_async(client, batch)
+        else:
+            await shared.wake(client)
+            try:
+                results = await judge_async(client, batch)
+            finally:
+                await shared.sleep(client)  # the backward pass and the optimizer get the memory
         _report(results, kwargs, name, started)
         return results.scores
 
@@ -223,8 +240,10 @@ def judge_reward_sync(
     api_key: str | None = None,
     timeout_s: float = 600.0,
     request_options: Mapping[str, Any] | None = None,
+    share_gpus: int | None = None,
 ) -> Callable[..., list[float | None]]:
     """judge_reward for trainers that call only plain functions (TRL before 0.27, Unsloth)."""
+    shared = sharing(share_gpus)
     scorer = _Scorer(
         url,
         api_key=api_key,
@@ -240,7 +259,15 @@ def judge_reward_sync(
 
     def reward(prompts: list[Any], completions: list[Any], **kwargs: Any) -> list[float | None]:
         started = time.perf_counter()
-        results = judge_sync(client, scorer.prepare(prompts, completions, kwargs))
+        batch = scorer.prepare(prompts, completions, kwargs)
+        if shared is None:
+            results = judge_sync(client, batch)
+        else:
+            shared.wake_sync(client)
+            try:
+                results = judge_sync(client, batch)
+            finally:
+                shared.sleep_sync(client)
         _report(results, kwargs, name, started)
         return results.scores
 

@@ -166,3 +166,37 @@ def test_request_options_go_with_every_group_and_a_typo_stops_at_once(service: S
         judge_reward(service.url, request_options={"cascade": {"rule": "numbers", "judge": "sometimes"}})
     with pytest.raises(ValueError, match="cannot set grader"):
         judge_reward(service.url, request_options={"grader": "jury"})
+
+
+def test_with_share_gpus_the_judge_sleeps_between_steps_and_is_checked_on_each_wake(
+    service: ServiceProcess, tmp_path: Path
+) -> None:
+    words = " ".join(p + " " + r for p, r in PROMPTS).split()
+    model, tokenizer = trl_example.tiny_policy(words)
+    recorded = Recorded(judge_reward(service.url, num_generations=4, run_id="trl-shared", share_gpus=1))
+    trainer = trl_example.trainer(
+        service.url,
+        model=model,
+        tokenizer=tokenizer,
+        train=trl_example.dataset(PROMPTS),
+        steps=3,
+        output_dir=str(tmp_path),
+        run_id="trl-shared",
+    )
+    trainer.reward_funcs = [recorded]
+    try:
+        trainer.train()
+        assert trainer.state.global_step == 3 and recorded.steps == [0, 1, 2]
+        engine = httpx.get(f"{service.url}/v1/engine").json()
+        assert engine["state"] == "asleep" and engine["level"] == 1  # asleep between the steps' rewards
+        metrics = httpx.get(f"{service.url}/metrics").text
+        # Woken before steps 1 and 2 (awake already before step 0), each wake checked against the probes.
+        assert 'judge_engine_wake_checks_total{outcome="passed"} 2.0' in metrics
+        assert sorted(j["step"] for j in run_judgements(service, "trl-shared")) == [0, 0, 1, 1, 2, 2]
+    finally:
+        httpx.post(f"{service.url}/v1/engine/wake")  # the module's other tests judge on
+
+
+def test_share_gpus_takes_a_sleep_level() -> None:
+    with pytest.raises(ValueError, match="1 or 2"):
+        judge_reward("http://127.0.0.1:9", num_generations=4, share_gpus=3)
