@@ -64,7 +64,7 @@ class EngineOptions:
     sleep_mode: bool = False  # vLLM's enable_sleep_mode: the engine can sleep (backends/lifecycle.py)
 
 
-def _why_no_sleep_mode() -> str | None:
+def why_no_sleep_mode() -> str | None:
     """Why this machine's vLLM has no sleep mode, or None when it has one."""
     from vllm.platforms import current_platform
 
@@ -178,7 +178,7 @@ class VLLMEngineBackend:
         return BackendHealth(ok=True)
 
     def why_no_sleep(self) -> str | None:
-        platform = _why_no_sleep_mode()
+        platform = why_no_sleep_mode()
         if platform is not None:
             return platform
         if not self._options.sleep_mode:
@@ -286,7 +286,7 @@ class VLLMEngineBackend:
             enable_prefix_caching=opts.enable_prefix_caching,
             max_num_seqs=opts.max_num_seqs,
             seed=opts.seed,
-            enable_sleep_mode=opts.sleep_mode and _why_no_sleep_mode() is None,
+            enable_sleep_mode=opts.sleep_mode and why_no_sleep_mode() is None,
             disable_log_stats=True,
             # Whitespace between JSON tokens is pure cost: it can be a third of a small model's reply.
             structured_outputs_config=StructuredOutputsConfig(

@@ -81,3 +81,17 @@ def test_the_instruction_guards_driver_judges_through_the_app() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.splitlines()[-1]) == {"warmup": 2, "groups": 3, "in_flight": 8}
+
+
+def test_the_gpu_sleep_script_says_why_the_cpu_engine_cannot_sleep(tmp_path: Path) -> None:
+    """benchmarks/gpu_sleep.py is for a GPU; on this machine's CPU build of vLLM it measures nothing and
+    says why, rather than failing or pretending."""
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "gpu_sleep", "--check-only"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "No measurement: vLLM's CpuPlatform has no sleep mode" in done.stdout
