@@ -91,6 +91,7 @@ async def test_prune_deletes_by_age_keeps_the_labelled_and_counts_what_it_did(tm
             "judgements": 5,
             "explained_reasons": 0,
             "labels": 0,
+            "audits": 0,
             "claims": 0,
             "seconds": 0,
             "more": True,
