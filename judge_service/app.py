@@ -25,7 +25,7 @@ from judge_service.api.shares import KeyShares
 from judge_service.assembly import build_assembly
 from judge_service.backends.base import JudgeBackend
 from judge_service.backends.factory import build_backend
-from judge_service.backends.lifecycle import EngineLifecycle
+from judge_service.backends.lifecycle import EngineLifecycle, GatedBackend
 from judge_service.backends.readiness import Readiness, follow_backend
 from judge_service.config import Settings, parse_allowed_hosts
 from judge_service.judging.base import Grader
@@ -80,12 +80,15 @@ def create_app(
         await judgement_store.open()
         app.state.store = judgement_store
         readiness = Readiness(metrics, backend=settings.backend)
-        caller = JudgeCaller.configured(judge_backend, metrics, settings, settings)
         metrics.admission_limit.labels(limit="in_flight").set(settings.max_groups_in_flight)
         metrics.admission_limit.labels(limit="queued").set(settings.max_groups_queued)
         admission = GroupAdmission(settings.max_groups_in_flight, settings.max_groups_queued, metrics)
-        # The wake check judges its probe groups without a slot: the engine is closed to groups meanwhile.
-        probing = LLMJudge(caller, admission=None, metrics=metrics, readiness=readiness, name="wake-check")
+        # The wake check judges its probe groups on the engine itself, without a slot: it runs while the
+        # engine is closed to everything else.
+        probe_caller = JudgeCaller.configured(judge_backend, metrics, settings, settings)
+        probing = LLMJudge(
+            probe_caller, admission=None, metrics=metrics, readiness=readiness, name="wake-check"
+        )
         lifecycle = EngineLifecycle(
             judge_backend,
             metrics,
@@ -96,6 +99,8 @@ def create_app(
         )
         admission.set_gate(lifecycle)  # groups wait for a sleeping engine before they take a slot
         app.state.lifecycle = lifecycle
+        engine = GatedBackend(judge_backend, lifecycle)  # every other call waits for it too
+        caller = JudgeCaller.configured(engine, metrics, settings, settings)
         judge = LLMJudge(caller, admission=admission, metrics=metrics, readiness=readiness)
         # Comparison grading runs on the judge's engine and shares its slots.
         comparing = [
@@ -112,7 +117,7 @@ def create_app(
         # Inline source is the caller's: a fresh worker per call, never one a configured grader uses.
         python_pool = WorkerPool(workers, sandbox, reuse=False, on_replace=replaced)
         rft_runner = RftRunner(
-            model=ModelGrading(judge_backend),
+            model=ModelGrading(engine),
             pool=python_pool,
             allow_python=settings.allow_inline_python,
             templates=Templates(
@@ -128,13 +133,11 @@ def create_app(
         try:  # a start that fails here (a grader that cannot load, two graders of one name) stops the workers
             configured = await _configured_graders(settings, code_pool, rft_runner, metrics)
             jury = build_jury(
-                settings, metrics, local_backend=judge_backend, local_readiness=readiness, admission=admission
+                settings, metrics, local_backend=engine, local_readiness=readiness, admission=admission
             )
             juries = [] if jury is None else [jury.grader]
             graders = GraderRegistry.with_rule_graders(judge, *comparing, *juries, *configured)
-            audit = build_audit_judge(
-                settings, metrics, local_backend=judge_backend, local_readiness=readiness
-            )
+            audit = build_audit_judge(settings, metrics, local_backend=engine, local_readiness=readiness)
         except BaseException:
             await code_pool.close()
             await python_pool.close()

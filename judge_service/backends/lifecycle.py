@@ -12,6 +12,9 @@ Nothing hangs and nothing is lost:
   most JUDGE_SLEEP_HOLD_S, then gets a 503 engine_asleep with Retry-After, which the client and every
   adapter retry; with `drain: false` it gets that 503 at once. A group that holds a slot is never
   held: its retries and further orders go on.
+* Every call of the engine outside a group's slot (graders' model calls, rubric writing) goes through
+  `GatedBackend`: it waits for the engine the same way, and a draining sleep waits for such calls in
+  flight too. Only the wake check calls the engine while it is not awake.
 * An engine that cannot sleep (vLLM's CPU build, sleep mode not enabled, an endpoint without vLLM's
   sleep routes) answers 409 cannot_sleep saying why, and keeps serving.
 
@@ -27,7 +30,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from judge_service.errors import CannotSleepError, ConflictError, EngineAsleepError
 from judge_service.metrics import JudgeMetrics
@@ -44,6 +47,12 @@ class Sleeper(Protocol):
 
     def why_no_sleep(self) -> str | None:
         """Why this engine cannot sleep, or None when it can (as far as can be told before trying)."""
+        ...
+
+    @property
+    def asleep(self) -> bool:
+        """Put to sleep and not woken since, as far as this process knows (a service started again over
+        a backend object that sleeps starts asleep)."""
         ...
 
     async def sleep(self, level: int) -> int | None:
@@ -98,7 +107,7 @@ class EngineLifecycle:
         self._busy_slots = busy_slots
         self._hold_s = hold_s
         self._drain_timeout_s = drain_timeout_s
-        self._state: EngineState = "awake"
+        self._state: EngineState = "asleep" if self._sleeper is not None and self._sleeper.asleep else "awake"
         self._since = datetime.now(UTC)
         self._since_monotonic = time.monotonic()
         self._level: int | None = None
@@ -106,9 +115,11 @@ class EngineLifecycle:
         self._error: str | None = None
         self._hold_new = True  # False: a group arriving while not awake is refused at once
         self._awake = asyncio.Event()
-        self._awake.set()
+        if self._state == "awake":
+            self._awake.set()
         self._changing = asyncio.Lock()  # one sleep or wake at a time
-        self._show("awake")
+        self.calls_in_flight = 0  # engine calls through GatedBackend now (a drain waits for them)
+        self._show(self._state)
 
     @property
     def awake(self) -> bool:
@@ -170,7 +181,7 @@ class EngineLifecycle:
             self._level = level
             self._enter("draining")
             deadline = time.monotonic() + self._drain_timeout_s
-            while self._busy_slots() > 0:  # groups in flight finish first
+            while self._busy_slots() > 0 or self.calls_in_flight > 0:  # groups in flight finish first
                 if time.monotonic() > deadline:
                     self._enter("awake")
                     raise ConflictError(
@@ -245,3 +256,26 @@ class EngineLifecycle:
             "request again when it is woken",
             details={"engine": self._state},
         )
+
+
+class GatedBackend:
+    """The judge backend as everything but the wake check calls it: a call waits while the engine is not
+    awake (module docstring), and is counted while it runs, so a draining sleep waits for it. Everything
+    else is the backend's own."""
+
+    def __init__(self, backend: Any, lifecycle: EngineLifecycle) -> None:
+        self._backend = backend
+        self._lifecycle = lifecycle
+
+    async def generate(self, request: Any) -> Any:
+        lifecycle = self._lifecycle
+        if not lifecycle.awake:
+            await lifecycle.wait_awake()
+        lifecycle.calls_in_flight += 1  # no await since the check: a sleep cannot slip in between
+        try:
+            return await self._backend.generate(request)
+        finally:
+            lifecycle.calls_in_flight -= 1
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._backend, name)

@@ -159,6 +159,7 @@ class OpenAIHTTPBackend:
         self._client: httpx.AsyncClient | None = None
         self._ready = False
         self._tokenize_available = True
+        self._asleep = False  # put to sleep through this client (a server asleep before is not known)
         self._profile = _endpoint_profile(model, thinking or ProfileSettings())
 
     @classmethod
@@ -227,6 +228,10 @@ class OpenAIHTTPBackend:
 
     # --- sleep and wake (backends/lifecycle.py), through vLLM's server routes
 
+    @property
+    def asleep(self) -> bool:
+        return self._asleep
+
     def why_no_sleep(self) -> str | None:
         return None if self._client is not None else "the endpoint client is not started"
 
@@ -234,10 +239,12 @@ class OpenAIHTTPBackend:
         """POST /sleep?level=N at the server root: vLLM serves it with VLLM_SERVER_DEV_MODE=1 and
         --enable-sleep-mode; elsewhere (another server, a router) it is a 404, said as such."""
         await self._sleep_route("sleep", {"level": level})
+        self._asleep = True
         return None  # the server does not say what it freed
 
     async def wake(self) -> None:
         await self._sleep_route("wake_up", {})
+        self._asleep = False
 
     async def _sleep_route(self, route: str, params: dict[str, int]) -> None:
         client = self._client

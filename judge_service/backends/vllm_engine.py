@@ -151,6 +151,7 @@ class VLLMEngineBackend:
         self._end_ids: list[int] = []  # the thinking's end marker, as token ids
         self._start_ids: list[int] = []
         self._tells_reasoning_ended = False  # AsyncLLM.generate takes reasoning_ended
+        self._asleep = False
 
     @property
     def model_name(self) -> str:
@@ -177,6 +178,10 @@ class VLLMEngineBackend:
             )
         return BackendHealth(ok=True)
 
+    @property
+    def asleep(self) -> bool:
+        return self._asleep
+
     def why_no_sleep(self) -> str | None:
         platform = why_no_sleep_mode()
         if platform is not None:
@@ -193,11 +198,13 @@ class VLLMEngineBackend:
         before = _device_free_bytes()
         await self._engine.reset_prefix_cache()
         await self._engine.sleep(level)
+        self._asleep = True
         after = _device_free_bytes()
         return None if before is None or after is None else after - before
 
     async def wake(self) -> None:
         await self._engine.wake_up()
+        self._asleep = False
         await self._engine.reset_prefix_cache()  # nothing cached before the sleep is trusted after it
 
     async def start(self) -> None:

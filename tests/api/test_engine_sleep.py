@@ -245,3 +245,29 @@ async def test_the_client_sleeps_wakes_and_reads_the_engine(tmp_path: Path) -> N
             assert twice.value.status == 409
             woken = await client.engine_wake()
             assert woken.state == "awake" and woken.last_check == "marks as before"
+
+
+async def test_a_graders_model_call_waits_for_the_engine_as_groups_do(tmp_path: Path) -> None:
+    """RFT model graders call the engine outside any group's slot: they wait at the same gate, and a
+    draining sleep waits for them (a sleeping engine is never called: the fake fails if it is)."""
+    body = {
+        "grader": {
+            "type": "score_model",
+            "name": "s",
+            "model": "m",
+            "input": [{"role": "user", "content": "Rate 0-10: {{sample.output_text}}"}],
+            "range": [0, 10],
+        },
+        "model_sample": "Click Share.",
+    }
+    backend = FakeBackend(record=False, latency_s=0.3)
+    async with Running(tmp_path, backend, sleep_hold_s=0.5, wake_check=False) as client:
+        flying = asyncio.create_task(client.post("/v1/fine_tuning/alpha/graders/run", json=body))
+        await asyncio.sleep(0.1)
+        assert (await client.post("/v1/engine/sleep", json={"level": 1})).status_code == 200
+        assert (await flying).status_code == 200  # in flight when the sleep came: it finished first
+        refused = await client.post("/v1/fine_tuning/alpha/graders/run", json=body)
+        # The route answers in the hosted API's shape: the failure flagged in metadata, never a silent score.
+        errors = refused.json()["metadata"]["errors"]
+        assert errors["model_grader_server_error"] is True
+        assert "engine is asleep" in errors["model_grader_server_error_details"]
