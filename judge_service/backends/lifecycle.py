@@ -9,8 +9,8 @@ Nothing hangs and nothing is lost:
   for the admission's slots to empty, at most JUDGE_SLEEP_DRAIN_TIMEOUT_S, else it is refused with a
   409 and the engine stays awake).
 * A group that arrives while the engine is not awake waits at the admission's gate for it to wake, at
-  most JUDGE_SLEEP_HOLD_S, then gets a 503 engine_asleep with Retry-After, which the client and every
-  adapter retry; with `drain: false` it gets that 503 at once. A group that holds a slot is never
+  most JUDGE_SLEEP_HOLD_S, then gets a 503 engine_asleep with Retry-After, which the Python client
+  retries; with `drain: false` it gets that 503 at once. A group that holds a slot is never
   held: its retries and further orders go on.
 * Every call of the engine outside a group's slot (graders' model calls, rubric writing) goes through
   `GatedBackend`: it waits for the engine the same way, and a draining sleep waits for such calls in
@@ -181,14 +181,11 @@ class EngineLifecycle:
             self._level = level
             self._enter("draining")
             deadline = time.monotonic() + self._drain_timeout_s
-            while self._busy_slots() > 0 or self.calls_in_flight > 0:  # groups in flight finish first
-                if time.monotonic() > deadline:
-                    self._enter("awake")
-                    raise ConflictError(
-                        f"groups were still in flight after {self._drain_timeout_s:g} s "
-                        "(JUDGE_SLEEP_DRAIN_TIMEOUT_S): the engine stays awake; ask again"
-                    )
-                await asyncio.sleep(DRAIN_POLL_S)
+            try:
+                await self._drained(deadline)
+            except BaseException:  # timed out, or cancelled: nothing slept, so serve on
+                self._enter("awake")
+                raise
             try:
                 self._freed = await self._sleeper.sleep(level)
             except CannotSleepError:
@@ -197,8 +194,22 @@ class EngineLifecycle:
             except Exception as exc:
                 self._fail(f"the engine failed to sleep: {exc}")
                 raise
+            except asyncio.CancelledError:  # the service stopping: say what the engine is
+                self._enter("asleep" if self._sleeper.asleep else "awake")
+                raise
             self._enter("asleep")
             return self.status()
+
+    async def _drained(self, deadline: float) -> None:
+        """Return when no group holds a slot and no engine call is in flight; ConflictError past the
+        deadline."""
+        while self._busy_slots() > 0 or self.calls_in_flight > 0:
+            if time.monotonic() > deadline:
+                raise ConflictError(
+                    f"groups were still in flight after {self._drain_timeout_s:g} s "
+                    "(JUDGE_SLEEP_DRAIN_TIMEOUT_S): the engine stays awake; ask again"
+                )
+            await asyncio.sleep(DRAIN_POLL_S)
 
     async def wake(self) -> EngineStatus:
         async with self._changing:
@@ -212,6 +223,9 @@ class EngineLifecycle:
                 await self._sleeper.wake()
             except Exception as exc:
                 self._fail(f"the engine failed to wake: {exc}")
+                raise
+            except asyncio.CancelledError:
+                self._fail("the wake was cancelled (the service stopping)")
                 raise
             self._metrics.engine_wake_seconds.observe(time.monotonic() - started)
             if self._verifier is not None:
