@@ -80,6 +80,8 @@ class Auditor:
             return  # no run step to chart, a regrade (not training), or nothing scored to compare
         if judgement.judge_model is None:
             return  # rule or code graders alone: no judge to audit (and a cheap way to fill the backlog)
+        if any(a.score is not None and a.score > 1 for a in judgement.answers):
+            return  # a blend whose weights sum past 1: its scores are on another scale than the audit's
         if not self._sampler.draw(run_id, step):
             return
         try:
