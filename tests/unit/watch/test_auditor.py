@@ -16,6 +16,7 @@ from judge_service.config import Settings
 from judge_service.judging.llm.caller import JudgeCaller
 from judge_service.judging.llm.judge import LLMJudge
 from judge_service.metrics import JudgeMetrics
+from judge_service.schemas import StoredJudgement
 from judge_service.store.sqlite import SqliteJudgementStore
 from judge_service.watch.audit_judge import AuditJudge
 from judge_service.watch.auditor import Auditor
@@ -101,9 +102,19 @@ async def test_groups_without_a_run_step_regrades_and_failed_groups_are_not_draw
         make_judgement("no-step", step=None),
         make_judgement("regrade").model_copy(update={"regrade_of": "jdg-0001"}),
         make_judgement("failed").model_copy(update={"status": "failed"}),
+        make_judgement("rules-only").model_copy(update={"judge_model": None}),
+        _scaled(make_judgement("blend-of-two"), 2.0),  # a blend with weights 1 and 1: scores up to 2
     ):
         auditor.offer(judgement)
     assert metrics.registry.get_sample_value("judge_audit_backlog") in (None, 0.0)
     auditor.offer(make_judgement("drawn"))
     assert metrics.registry.get_sample_value("judge_audit_backlog") == 1
     await auditor.close()
+
+
+def _scaled(judgement: StoredJudgement, factor: float) -> StoredJudgement:
+    answers = [
+        a.model_copy(update={"score": None if a.score is None else max(a.score, 0.6) * factor})
+        for a in judgement.answers
+    ]
+    return judgement.model_copy(update={"answers": answers})
