@@ -154,7 +154,7 @@ def create_app(
                 rate=settings.audit_rate,
                 backlog=settings.audit_backlog,
                 concurrency=settings.audit_concurrency,
-                busy=lambda: admission.saturated,
+                busy=lambda: admission.saturated or not lifecycle.awake,
                 on_stored=summaries.changed,
             )
         )
@@ -211,6 +211,7 @@ def create_app(
         async def shut_down() -> None:
             """Drain: on the first stop signal with the listener still open (server/draining.py), and again,
             at once, when the lifespan ends."""
+            lifecycle.stop()  # groups held for a sleeping engine's wake get 503 now, not at their hold's end
             await assembly.shut_down()  # members still waiting for their group get 503 and retry
             await drain.drain(settings.drain_timeout_s)  # groups in flight finish and are stored
 

@@ -28,17 +28,22 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from judge_service.errors import CannotSleepError, ConflictError, EngineAsleepError
+from judge_service.errors import CannotSleepError, ConflictError, EngineAsleepError, ShuttingDownError
 from judge_service.metrics import JudgeMetrics
 
 EngineState = Literal["awake", "draining", "asleep", "waking", "verifying", "failed"]
 ENGINE_STATES: tuple[EngineState, ...] = ("awake", "draining", "asleep", "waking", "verifying", "failed")
 VERIFY_FAILED = "verify_failed"
 DRAIN_POLL_S = 0.01
+# Whether the running code holds a group's admission slot (judging/llm/admission.py sets it): its engine
+# calls (retries, further orders, a knockout's rounds, a jury's escalation) go on while a sleep drains,
+# which waits for the slot; gating them would have each wait for the other.
+IN_SLOT: ContextVar[bool] = ContextVar("in_slot", default=False)
 
 
 @runtime_checkable
@@ -114,6 +119,7 @@ class EngineLifecycle:
         self._freed: int | None = None
         self._error: str | None = None
         self._hold_new = True  # False: a group arriving while not awake is refused at once
+        self._stopping = False
         self._awake = asyncio.Event()
         if self._state == "awake":
             self._awake.set()
@@ -155,12 +161,16 @@ class EngineLifecycle:
         if not self._hold_new or self._hold_s <= 0:
             self._metrics.engine_requests.labels(outcome="refused").inc()
             raise self._asleep_error()
+        if self._stopping:
+            raise ShuttingDownError("the service is shutting down; send the request again")
         self._metrics.engine_requests.labels(outcome="held").inc()
         try:
             await asyncio.wait_for(self._awake.wait(), self._hold_s)
         except TimeoutError:
             self._metrics.engine_requests.labels(outcome="refused").inc()
             raise self._asleep_error() from None
+        if self._stopping and self._state != "awake":
+            raise ShuttingDownError("the service is shutting down; send the request again")
 
     async def sleep(self, level: int, *, drain: bool = True) -> EngineStatus:
         why = self.why_no_sleep()
@@ -234,6 +244,9 @@ class EngineLifecycle:
                     passed, detail = await self._verifier.verify()
                 except Exception as exc:
                     passed, detail = False, f"the probe groups could not be judged: {exc}"
+                except asyncio.CancelledError:
+                    self._fail("the wake was cancelled during its check (the service stopping)")
+                    raise
                 self._last_check = detail
                 self._metrics.engine_wake_checks.labels(outcome="passed" if passed else "failed").inc()
                 if not passed:  # out of service: no group reaches a judge that judges otherwise now
@@ -242,6 +255,12 @@ class EngineLifecycle:
             self._level = None
             self._enter("awake")
             return self.status()
+
+    def stop(self) -> None:
+        """The service is shutting down: groups held for a wake are answered now (503 shutting_down)
+        instead of at the end of their hold."""
+        self._stopping = True
+        self._awake.set()  # wakes the held; they see the engine still not awake and leave
 
     def _enter(self, state: EngineState) -> None:
         now = time.monotonic()
@@ -252,7 +271,7 @@ class EngineLifecycle:
             self._error = None
             self._hold_new = True
             self._awake.set()
-        else:
+        elif not self._stopping:
             self._awake.clear()
         self._show(state)
 
@@ -283,8 +302,9 @@ class GatedBackend:
 
     async def generate(self, request: Any) -> Any:
         lifecycle = self._lifecycle
-        if not lifecycle.awake:
-            await lifecycle.wait_awake()
+        if not IN_SLOT.get():  # a group's own calls go on: the drain waits for its slot
+            while not lifecycle.awake:  # woken, then put to sleep again before this call ran: wait again
+                await lifecycle.wait_awake()
         lifecycle.calls_in_flight += 1  # no await since the check: a sleep cannot slip in between
         try:
             return await self._backend.generate(request)

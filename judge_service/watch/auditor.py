@@ -4,9 +4,9 @@ The request path only offers a stored judgement (`offer`: a draw and a put, no a
 computed and stored before, and nothing here can delay or change it. Drawn groups wait in a bounded
 backlog; one drawn while it is full is dropped and counted, never queued without end. Workers
 (JUDGE_AUDIT_CONCURRENCY) take groups from it one at a time, and start one only while the training
-judge has a free admission slot, so the audit yields to training traffic rather than queueing beside
-it; under sustained full load the audit falls behind and drops what it cannot keep up with, which the
-metrics show.
+judge has a free admission slot and its engine is awake (not asleep for a trainer sharing its GPUs),
+so the audit yields to training traffic rather than queueing beside it; under sustained full load the
+audit falls behind and drops what it cannot keep up with, which the metrics show.
 
 Each audited group's figures are stored (store/audits.py) and fed to this replica's onset detector for
 its run, seeded from the store the first time a run is seen here (after a restart, or a run another

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from judge_service.app import create_app
-from judge_service.backends.fake import FakeBackend
+from judge_service.backends.fake import LEAVE_ONE_UNSCORED, FakeBackend
 from judge_service.backends.vllm_engine import EngineOptions, VLLMEngineBackend
 from judge_service.client import AsyncJudgeClient, JudgeClientError
 from judge_service.config import Settings
@@ -271,3 +271,35 @@ async def test_a_graders_model_call_waits_for_the_engine_as_groups_do(tmp_path: 
         errors = refused.json()["metadata"]["errors"]
         assert errors["model_grader_server_error"] is True
         assert "engine is asleep" in errors["model_grader_server_error_details"]
+
+
+async def test_a_groups_retries_go_on_while_a_sleep_waits_for_its_slot(tmp_path: Path) -> None:
+    """A group whose reply is retried (here: one answer never marked, so every attempt is retried) makes
+    its later calls while a sleep drains: they go on, the group completes, and then the engine sleeps."""
+    body = group(3)
+    body["conversation"][0]["content"] += " " + LEAVE_ONE_UNSCORED
+    backend = FakeBackend(latency_s=0.2, record=False)
+    async with Running(tmp_path, backend, wake_check=False) as client:
+        flying = asyncio.create_task(client.post("/v1/judge", json=body))
+        await asyncio.sleep(0.05)
+        slept = asyncio.create_task(client.post("/v1/engine/sleep", json={"level": 1}))
+        reply = await flying
+        assert reply.status_code == 200, reply.text
+        statuses = [a["status"] for a in reply.json()["answers"]]
+        assert statuses.count("unscored") == 1 and statuses.count("scored") == 2
+        assert reply.json()["attempts"] > 1  # its retries ran while the sleep was draining
+        assert (await slept).json()["state"] == "asleep"
+
+
+async def test_stopping_the_service_answers_groups_held_for_a_wake_at_once(tmp_path: Path) -> None:
+    running = Running(tmp_path, FakeBackend(record=False), sleep_hold_s=30.0, wake_check=False)
+    client = await running.__aenter__()
+    assert (await client.post("/v1/engine/sleep", json={"level": 1})).status_code == 200
+    held = asyncio.create_task(client.post("/v1/judge", json=group(2)))
+    await asyncio.sleep(0.2)
+    started = time.monotonic()
+    running.app.state.lifecycle.stop()
+    reply = await held
+    assert reply.status_code == 503 and reply.json()["error"]["code"] == "shutting_down"
+    assert time.monotonic() - started < 2
+    await running.__aexit__(None, None, None)

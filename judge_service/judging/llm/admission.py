@@ -19,6 +19,7 @@ from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from typing import Protocol
 
+from judge_service.backends.lifecycle import IN_SLOT
 from judge_service.errors import OverloadedError
 from judge_service.metrics import JudgeMetrics
 
@@ -75,9 +76,11 @@ class GroupAdmission:
                 break
             self._release()  # the engine began to sleep while this group waited: back to the gate
         self._metrics.in_flight.inc()
+        token = IN_SLOT.set(True)
         try:
             yield
         finally:
+            IN_SLOT.reset(token)
             self._metrics.in_flight.dec()
             self._release()
 

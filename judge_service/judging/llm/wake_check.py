@@ -104,11 +104,13 @@ async def judge_probes(judge: LLMJudge) -> ProbeMarks:
 def compare(before: ProbeMarks, after: ProbeMarks, *, marks_must_match: bool = True) -> WakeCheck:
     changed: list[str] = []
     largest: float | None = None
+    looked = 0  # marks or expected marks actually compared
     for key, (mark, expected) in before.marks.items():
         now = after.marks.get(key)
         if now is None:
             changed.append(f"{key} missing")
             continue
+        looked += marks_must_match or (expected is not None and now[1] is not None)
         if marks_must_match and now[0] != mark:
             changed.append(f"probe {key[0]} {key[1]} {key[2]}: mark {mark} -> {now[0]}")
         if expected is not None and now[1] is not None:
@@ -118,6 +120,8 @@ def compare(before: ProbeMarks, after: ProbeMarks, *, marks_must_match: bool = T
                 changed.append(
                     f"probe {key[0]} {key[1]} {key[2]}: expected mark {expected:.3f} -> {now[1]:.3f}"
                 )
+    if not looked:  # a sampling judge with no log-probabilities: nothing here can tell
+        return WakeCheck(True, 0, 0, None, "unchecked: the judge samples and gives no log-probabilities")
     return WakeCheck(
         passed=not changed,
         compared=len(before.marks),
