@@ -92,6 +92,16 @@ def test_replicas_answer_to_the_names_of_their_service(overlay: str) -> None:
     assert names.index("POD_NAMESPACE") < names.index("JUDGE_ALLOWED_HOSTS")  # expanded in order
     allowed = env["JUDGE_ALLOWED_HOSTS"]["value"].split(",")
     namespaced = f"{service}.$(POD_NAMESPACE)"
-    assert allowed == [service, namespaced, f"{namespaced}.svc", f"{namespaced}.svc.cluster.local"]
+    pods = by_kind(objects, "Service", "judge-service-pods")  # every replica, ready or not (an asleep one)
+    assert pods["spec"]["publishNotReadyAddresses"] is True and pods["spec"]["clusterIP"] == "None"
+    headless = pods["metadata"]["name"]
+    assert allowed == [
+        service,
+        namespaced,
+        f"{namespaced}.svc",
+        f"{namespaced}.svc.cluster.local",
+        headless,
+        f"{headless}.$(POD_NAMESPACE).svc.cluster.local",
+    ]
     settings = Settings(allowed_hosts=env["JUDGE_ALLOWED_HOSTS"]["value"].replace("$(POD_NAMESPACE)", "ml"))
     assert settings.allowed_hosts is not None
