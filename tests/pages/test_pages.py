@@ -561,10 +561,10 @@ def test_the_audit_judges_charts_mark_where_the_training_judge_began_to_part(
                 for _ in range(2):
                     gamed = step >= onset  # the training judge gives a 5 where the audit judge gives a 1
                     marks = [(5, 1) if gamed else (2, 2), (3, 3), (1, 1)]
-                    answers = [
-                        {"id": f"a{i}", "text": f"{MARK_ANSWER.format(t)} {MARK_BY_MODEL.format('auditor', a)}"}
-                        for i, (t, a) in enumerate(marks)
+                    texts = [
+                        f"{MARK_ANSWER.format(t)} {MARK_BY_MODEL.format('auditor', a)}" for t, a in marks
                     ]
+                    answers = [{"id": f"a{i}", "text": text} for i, text in enumerate(texts)]
                     body = {
                         "conversation": [{"role": "user", "content": "How do I share the report?"}],
                         "reference": "Open the report and click Share.",
