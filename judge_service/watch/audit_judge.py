@@ -20,13 +20,11 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from judge_service.backends.base import JudgeBackend
-from judge_service.backends.factory import build_backend
 from judge_service.backends.readiness import Readiness
 from judge_service.config import Settings
 from judge_service.judging.code.spec import describe_invalid, json_setting
-from judge_service.judging.jury.build import Endpoint, juror_settings
+from judge_service.judging.jury.build import Endpoint, judge_of
 from judge_service.judging.jury.spec import JUROR_NAME_PATTERN, JurorSpec, parse_jury
-from judge_service.judging.llm.caller import JudgeCaller
 from judge_service.judging.llm.judge import LLMJudge
 from judge_service.metrics import JudgeMetrics
 
@@ -75,19 +73,7 @@ def build_audit_judge(
     if settings.audit is None:
         return None
     spec = parse_audit(settings.audit, settings.jury)
-    own = juror_settings(settings, spec)
-    endpoint = None
-    if spec.local:
-        backend, readiness = local_backend, local_readiness
-    else:
-        backend = build_backend(own, metrics)
-        readiness = Readiness(metrics, backend="openai", juror=f"{AUDIT}:{spec.name}")
-        endpoint = Endpoint(spec.name, backend, readiness)
-    judge = LLMJudge(
-        JudgeCaller.configured(backend, metrics, own, own),
-        admission=None,
-        metrics=metrics,
-        readiness=readiness,
-        name=f"{AUDIT}:{spec.name}",
+    judge, endpoint = judge_of(
+        spec, settings, metrics, local_backend=local_backend, local_readiness=local_readiness, role=AUDIT
     )
     return AuditJudge(spec.name, judge, endpoint)

@@ -71,24 +71,45 @@ def build_jury(
     jurors: list[Juror] = []
     endpoints: list[Endpoint] = []
     for spec in specs:
-        own = juror_settings(settings, spec)
-        if spec.local:
-            backend, readiness = local_backend, local_readiness
-        else:
-            backend = build_backend(own, metrics)
-            readiness = Readiness(metrics, backend="openai", juror=spec.name)
-            endpoints.append(Endpoint(spec.name, backend, readiness))
         # No admission of its own: the jury holds one slot for the whole group.
-        judge = LLMJudge(
-            JudgeCaller.configured(backend, metrics, own, own),
-            admission=None,
-            metrics=metrics,
-            readiness=readiness,
-            name=f"{JURY}:{spec.name}",
+        judge, endpoint = judge_of(
+            spec, settings, metrics, local_backend=local_backend, local_readiness=local_readiness, role=JURY
         )
+        if endpoint is not None:
+            endpoints.append(endpoint)
         jurors.append(Juror(spec.name, judge, spec.weight))
     grader = JuryGrader(jurors, admission=admission, metrics=metrics, quorum=settings.jury_quorum)
     return Jury(grader, endpoints)
+
+
+def judge_of(
+    spec: JurorSpec,
+    settings: Settings,
+    metrics: JudgeMetrics,
+    *,
+    local_backend: JudgeBackend,
+    local_readiness: Readiness,
+    role: str,
+) -> tuple[LLMJudge, Endpoint | None]:
+    """One judge entry as an LLM judge without admission of its own (a jury's, the audit's), named
+    `<role>:<name>`, and its endpoint (backend and readiness, for app.py to follow) unless it is local."""
+    own = juror_settings(settings, spec)
+    endpoint = None
+    if spec.local:
+        backend, readiness = local_backend, local_readiness
+    else:
+        backend = build_backend(own, metrics)
+        label = spec.name if role == JURY else f"{role}:{spec.name}"  # the jury's judges keep their label
+        readiness = Readiness(metrics, backend="openai", juror=label)
+        endpoint = Endpoint(spec.name, backend, readiness)
+    judge = LLMJudge(
+        JudgeCaller.configured(backend, metrics, own, own),
+        admission=None,
+        metrics=metrics,
+        readiness=readiness,
+        name=f"{role}:{spec.name}",
+    )
+    return judge, endpoint
 
 
 def juror_settings(settings: Settings, spec: JurorSpec) -> Settings:
